@@ -1,0 +1,131 @@
+//! The trait every backend implements, and the errors it may return.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use thiserror::Error;
+
+use crate::invocation::Invocation;
+use crate::profile::RuntimeProfile;
+use crate::run::ProgramRun;
+
+/// A boxed, sendable future, so the trait stays object-safe.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Runs programs under named profiles.
+///
+/// Contract for implementations:
+/// - every invocation runs in a fresh sandbox; nothing carries over;
+/// - the program's bytes run verbatim; nothing is extracted from them;
+/// - a fault of the sandbox becomes `Outcome::SandboxError` for that
+///   invocation and `Outcome::NotRun` for the rest, never an exit code;
+/// - dropping the returned future stops the run and still removes everything
+///   the call created; the drop only completes after that cleanup (backends
+///   do the cleanup on a task that the future's drop waits for, or
+///   synchronously).
+pub trait SandboxClient: Send + Sync {
+    /// The profiles this client can run, by name.
+    fn profiles(&self) -> Vec<&RuntimeProfile>;
+
+    /// One profile by name.
+    fn profile(&self, name: &str) -> Option<&RuntimeProfile> {
+        self.profiles().into_iter().find(|p| p.name == name)
+    }
+
+    /// Runs `program` once per invocation under `profile`.
+    ///
+    /// `Err` means the request was refused before anything ran (unknown
+    /// profile, missing image, an engine that cannot enforce the limits...).
+    fn execute<'a>(
+        &'a self,
+        program: &'a [u8],
+        profile: &'a str,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>>;
+}
+
+/// Why a request was refused before any invocation ran.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum SandboxError {
+    /// No profile of that name is configured for this client.
+    #[error("unknown profile `{name}`; configured profiles: {known}")]
+    UnknownProfile {
+        /// What was asked for.
+        name: String,
+        /// Comma-separated list of known names.
+        known: String,
+    },
+    /// The engine could not be reached at all.
+    #[error("sandbox engine unavailable: {message}")]
+    EngineUnavailable {
+        /// What failed.
+        message: String,
+    },
+    /// The engine cannot enforce a limit the profile needs.
+    #[error("the engine cannot enforce {missing}: {hint}")]
+    EngineUnsupported {
+        /// What is missing (e.g. "swap limits").
+        missing: String,
+        /// How to fix it.
+        hint: String,
+    },
+    /// The pinned artifact is not present; progscore never pulls or downloads.
+    #[error("profile `{profile}`: {artifact} is not present; {hint}")]
+    ArtifactMissing {
+        /// Profile name.
+        profile: String,
+        /// The image or file.
+        artifact: String,
+        /// How to provide it.
+        hint: String,
+    },
+    /// The artifact is present but must not be used.
+    #[error("profile `{profile}`: {artifact} refused: {reason}")]
+    ArtifactRefused {
+        /// Profile name.
+        profile: String,
+        /// The image or file.
+        artifact: String,
+        /// Why (declares volumes, hash mismatch...).
+        reason: String,
+    },
+    /// The profile names a runtime the engine does not list.
+    #[error(
+        "profile `{profile}`: runtime `{runtime}` is not registered with the engine (it lists: {available}); {hint}"
+    )]
+    RuntimeMissing {
+        /// Profile name.
+        profile: String,
+        /// The runtime asked for.
+        runtime: String,
+        /// What the engine lists.
+        available: String,
+        /// How to register it.
+        hint: String,
+    },
+    /// The profile belongs to another backend.
+    #[error("profile `{profile}` uses backend `{backend}`, which this client does not run")]
+    WrongBackend {
+        /// Profile name.
+        profile: String,
+        /// Its backend.
+        backend: String,
+    },
+    /// Any other fault before the run started (workspace creation, ...).
+    #[error("sandbox setup failed: {message}")]
+    Setup {
+        /// What failed.
+        message: String,
+    },
+}
+
+impl SandboxError {
+    /// Whether this is a passing infrastructure fault (worth retrying later)
+    /// rather than a configuration problem the user must fix.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            SandboxError::EngineUnavailable { .. } | SandboxError::Setup { .. }
+        )
+    }
+}

@@ -1,0 +1,164 @@
+//! A scripted sandbox client for testing *callers* of the contract.
+//!
+//! It runs nothing: a responder function decides each run's events. It counts
+//! calls, completions and cancellations so callers' tests can check sharing
+//! and cancellation. It is never a stand-in for a real backend's tests.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::canonical::sha256_hex;
+use crate::client::{BoxFuture, SandboxClient, SandboxError};
+use crate::invocation::Invocation;
+use crate::profile::RuntimeProfile;
+use crate::run::{CapturedStream, InvocationEvent, Outcome, ProgramRun};
+
+/// One request as the fake saw it.
+#[derive(Debug, Clone)]
+pub struct FakeRequest {
+    /// The program's bytes.
+    pub program: Vec<u8>,
+    /// The profile name.
+    pub profile: String,
+    /// The invocations.
+    pub invocations: Vec<Invocation>,
+}
+
+type Responder = dyn Fn(&FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> + Send + Sync;
+
+/// Counters shared by all clones of a [`ScriptedClient`].
+#[derive(Debug, Default)]
+pub struct FakeCounters {
+    /// `execute` calls that started.
+    pub started: AtomicUsize,
+    /// Calls that returned a result.
+    pub completed: AtomicUsize,
+    /// Calls whose future was dropped before completing.
+    pub cancelled: AtomicUsize,
+}
+
+/// A [`SandboxClient`] whose runs are scripted by a function.
+#[derive(Clone)]
+pub struct ScriptedClient {
+    profiles: Vec<RuntimeProfile>,
+    responder: Arc<Responder>,
+    delay: Duration,
+    counters: Arc<FakeCounters>,
+}
+
+impl ScriptedClient {
+    /// A client for these profiles whose runs all exit 0 with no output.
+    pub fn new(profiles: Vec<RuntimeProfile>) -> Self {
+        ScriptedClient {
+            profiles,
+            responder: Arc::new(|request: &FakeRequest| {
+                Ok(request
+                    .invocations
+                    .iter()
+                    .map(|_| exited_event(0, b"", b""))
+                    .collect())
+            }),
+            delay: Duration::ZERO,
+            counters: Arc::default(),
+        }
+    }
+
+    /// Decides each run's events (one per invocation) or refuses the request.
+    pub fn with_responder<F>(mut self, responder: F) -> Self
+    where
+        F: Fn(&FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> + Send + Sync + 'static,
+    {
+        self.responder = Arc::new(responder);
+        self
+    }
+
+    /// Makes every run take this long (a tokio sleep), to test concurrency.
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    /// The shared counters.
+    pub fn counters(&self) -> &FakeCounters {
+        &self.counters
+    }
+}
+
+/// An `exited` event with complete (untruncated) output.
+pub fn exited_event(exit_code: i64, stdout: &[u8], stderr: &[u8]) -> InvocationEvent {
+    event(Outcome::Exited { exit_code }, stdout, stderr)
+}
+
+/// An event with this outcome and complete output.
+pub fn event(outcome: Outcome, stdout: &[u8], stderr: &[u8]) -> InvocationEvent {
+    InvocationEvent {
+        outcome,
+        stdout: CapturedStream::complete(stdout.to_vec()),
+        stderr: CapturedStream::complete(stderr.to_vec()),
+        duration_ms: 1,
+        provenance: None,
+    }
+}
+
+struct CancelGuard {
+    counters: Arc<FakeCounters>,
+    done: bool,
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            self.counters.cancelled.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl SandboxClient for ScriptedClient {
+    fn profiles(&self) -> Vec<&RuntimeProfile> {
+        self.profiles.iter().collect()
+    }
+
+    fn execute<'a>(
+        &'a self,
+        program: &'a [u8],
+        profile: &'a str,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        Box::pin(async move {
+            if self.profile(profile).is_none() {
+                return Err(SandboxError::UnknownProfile {
+                    name: profile.to_string(),
+                    known: self
+                        .profiles
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+            self.counters.started.fetch_add(1, Ordering::SeqCst);
+            let mut guard = CancelGuard {
+                counters: self.counters.clone(),
+                done: false,
+            };
+            if !self.delay.is_zero() {
+                tokio::time::sleep(self.delay).await;
+            }
+            let request = FakeRequest {
+                program: program.to_vec(),
+                profile: profile.to_string(),
+                invocations: invocations.to_vec(),
+            };
+            let result = (self.responder)(&request).map(|events| ProgramRun {
+                profile: profile.to_string(),
+                program_sha256: sha256_hex(program),
+                events,
+                sandbox_warnings: Vec::new(),
+            });
+            guard.done = true;
+            self.counters.completed.fetch_add(1, Ordering::SeqCst);
+            result
+        })
+    }
+}
