@@ -77,9 +77,7 @@ impl<'de> Deserialize<'de> for ByteString {
         #[serde(untagged)]
         enum Repr {
             Text(String),
-            Encoded {
-                base64: String,
-            },
+            Encoded { base64: String },
         }
         match Repr::deserialize(deserializer) {
             Ok(Repr::Text(text)) => Ok(ByteString(text.into_bytes())),

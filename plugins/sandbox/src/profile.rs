@@ -337,9 +337,10 @@ impl RuntimeProfile {
                 Artifact::DockerImage { image }
             }
             Backend::Wasi => {
-                for (present, field) in
-                    [(spec.image.is_some(), "image"), (spec.runtime.is_some(), "runtime")]
-                {
+                for (present, field) in [
+                    (spec.image.is_some(), "image"),
+                    (spec.runtime.is_some(), "runtime"),
+                ] {
                     if present {
                         return Err(ProfileError::FieldNotForBackend {
                             profile,
@@ -417,14 +418,17 @@ impl RuntimeProfile {
 
     /// sha256 of [`Self::fingerprint_json`] in canonical form.
     pub fn fingerprint(&self) -> String {
-        let json = canonical_json(&self.fingerprint_json())
-            .expect("a JSON value always serializes");
+        let json =
+            canonical_json(&self.fingerprint_json()).expect("a JSON value always serializes");
         sha256_hex(json.as_bytes())
     }
 }
 
 fn is_sha256_hex(hex: &str) -> bool {
-    hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    hex.len() == 64
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn resolve_pinned(
@@ -461,10 +465,20 @@ fn resolve_limits(profile: &str, spec: &LimitsSpec) -> Result<Limits, ProfileErr
     let size = |field: &'static str, text: &str, min: u64| -> Result<u64, ProfileError> {
         let bytes = text
             .parse::<bytesize::ByteSize>()
-            .map_err(|e| bad(field, text.to_string(), format!("not a size ({e}); e.g. \"256MiB\"")))?
+            .map_err(|e| {
+                bad(
+                    field,
+                    text.to_string(),
+                    format!("not a size ({e}); e.g. \"256MiB\""),
+                )
+            })?
             .as_u64();
         if bytes < min {
-            return Err(bad(field, text.to_string(), format!("must be at least {min} bytes")));
+            return Err(bad(
+                field,
+                text.to_string(),
+                format!("must be at least {min} bytes"),
+            ));
         }
         Ok(bytes)
     };
@@ -472,7 +486,11 @@ fn resolve_limits(profile: &str, spec: &LimitsSpec) -> Result<Limits, ProfileErr
     let output_bytes = size("output", &spec.output, 1)?;
     let tmp_bytes = size("tmp", &spec.tmp, 4096)?;
     let timeout = humantime::parse_duration(&spec.timeout).map_err(|e| {
-        bad("timeout", spec.timeout.clone(), format!("not a duration ({e}); e.g. \"10s\""))
+        bad(
+            "timeout",
+            spec.timeout.clone(),
+            format!("not a duration ({e}); e.g. \"10s\""),
+        )
     })?;
     if timeout < Duration::from_millis(100) || timeout > Duration::from_secs(3600) {
         return Err(bad(
@@ -489,7 +507,11 @@ fn resolve_limits(profile: &str, spec: &LimitsSpec) -> Result<Limits, ProfileErr
         ));
     }
     if spec.pids < 1 {
-        return Err(bad("pids", spec.pids.to_string(), "must be at least 1".into()));
+        return Err(bad(
+            "pids",
+            spec.pids.to_string(),
+            "must be at least 1".into(),
+        ));
     }
     Ok(Limits {
         memory_bytes,
@@ -521,7 +543,10 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, ProfileError::UnpinnedImage { .. }));
         let message = err.to_string();
-        assert!(message.contains("`python`") && message.contains("python:3.12"), "{message}");
+        assert!(
+            message.contains("`python`") && message.contains("python:3.12"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -550,7 +575,10 @@ mod tests {
         let message = RuntimeProfile::from_spec("p", &spec, Path::new("."))
             .unwrap_err()
             .to_string();
-        assert!(message.contains("limits.output") && message.contains("lots"), "{message}");
+        assert!(
+            message.contains("limits.output") && message.contains("lots"),
+            "{message}"
+        );
     }
 
     #[test]

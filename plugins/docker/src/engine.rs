@@ -1,0 +1,232 @@
+//! What the engine can enforce, and whether a profile can run on it.
+
+use bollard::Docker;
+use bollard::errors::Error as BollardError;
+use bollard::models::SystemInfo;
+use progscore_sandbox::{RuntimeProfile, SandboxError};
+
+/// Facts about the engine, read once per client.
+#[derive(Debug, Clone)]
+pub(crate) struct EngineFacts {
+    /// "Docker Engine 20.10.24 (API 1.41)".
+    pub description: String,
+    /// Registered OCI runtimes.
+    pub runtimes: Vec<String>,
+    /// The runtime used when a profile names none.
+    pub default_runtime: String,
+    /// Limits the engine says it cannot enforce.
+    pub unsupported: Vec<&'static str>,
+}
+
+/// The image a profile pins, as the engine knows it.
+#[derive(Debug, Clone)]
+pub(crate) struct ImageFacts {
+    pub image_id: String,
+    pub repo_digests: Vec<String>,
+}
+
+/// What `doctor` prints: the engine and every profile's readiness.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct EngineReport {
+    /// The engine and its version, or why it could not be reached.
+    pub engine: String,
+    /// Whether the engine itself is usable (reachable and enforces every limit).
+    pub engine_ok: bool,
+    /// Problems with the engine itself.
+    pub problems: Vec<String>,
+    /// Runtimes the engine lists.
+    pub runtimes: Vec<String>,
+    /// One entry per profile.
+    pub profiles: Vec<ProfileCheck>,
+}
+
+/// Whether one profile can run, and why not.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProfileCheck {
+    /// Profile name.
+    pub profile: String,
+    /// Whether it can run.
+    pub ok: bool,
+    /// The resolved image and runtime when ok, the problem otherwise.
+    pub detail: String,
+}
+
+impl EngineFacts {
+    pub(crate) async fn read(docker: &Docker) -> Result<EngineFacts, SandboxError> {
+        let info = docker.info().await.map_err(unavailable)?;
+        let version = docker.version().await.map_err(unavailable)?;
+        Ok(EngineFacts::from_info(
+            &info,
+            version.version.as_deref().unwrap_or("unknown"),
+            version.api_version.as_deref().unwrap_or("unknown"),
+        ))
+    }
+
+    fn from_info(info: &SystemInfo, version: &str, api: &str) -> EngineFacts {
+        let mut unsupported = Vec::new();
+        // An absent field means the engine did not say it can: refuse rather than assume.
+        for (supported, what) in [
+            (info.memory_limit, "memory limits"),
+            (info.swap_limit, "swap limits"),
+            (info.cpu_cfs_quota, "CPU quotas"),
+            (info.pids_limit, "pids limits"),
+        ] {
+            if supported != Some(true) {
+                unsupported.push(what);
+            }
+        }
+        let mut runtimes: Vec<String> = info
+            .runtimes
+            .as_ref()
+            .map(|r| r.keys().cloned().collect())
+            .unwrap_or_default();
+        runtimes.sort();
+        EngineFacts {
+            description: format!("Docker Engine {version} (API {api})"),
+            runtimes,
+            default_runtime: info
+                .default_runtime
+                .clone()
+                .unwrap_or_else(|| "runc".into()),
+            unsupported,
+        }
+    }
+
+    /// Refuses an engine that cannot enforce every limit.
+    pub(crate) fn require_limits(&self) -> Result<(), SandboxError> {
+        if self.unsupported.is_empty() {
+            return Ok(());
+        }
+        Err(SandboxError::EngineUnsupported {
+            missing: self.unsupported.join(", "),
+            hint: "the engine reports no kernel support (cgroup controllers missing or swap \
+                   accounting off); on cgroup v1 boot with `swapaccount=1`, or use a host with \
+                   cgroup v2 and the memory, cpu and pids controllers enabled"
+                .into(),
+        })
+    }
+
+    /// Refuses a profile whose runtime the engine does not list.
+    pub(crate) fn require_runtime(&self, profile: &RuntimeProfile) -> Result<(), SandboxError> {
+        let Some(runtime) = &profile.runtime else {
+            return Ok(());
+        };
+        if self.runtimes.iter().any(|r| r == runtime) {
+            return Ok(());
+        }
+        Err(SandboxError::RuntimeMissing {
+            profile: profile.name.clone(),
+            runtime: runtime.clone(),
+            available: self.runtimes.join(", "),
+            hint: format!(
+                "register it in /etc/docker/daemon.json under \"runtimes\" (for gVisor: \
+                 {{\"runsc\": {{\"path\": \"/usr/bin/runsc\", \"runtimeArgs\": [\"--network=none\"]}}}}) \
+                 and reload dockerd, or run scripts/setup.sh; `{runtime}` must be installed"
+            ),
+        })
+    }
+
+    /// The runtime a profile will actually use.
+    pub(crate) fn runtime_for(&self, profile: &RuntimeProfile) -> String {
+        profile
+            .runtime
+            .clone()
+            .unwrap_or_else(|| self.default_runtime.clone())
+    }
+}
+
+/// Checks that the profile's image is present (never pulled) and declares no volumes.
+pub(crate) async fn check_image(
+    docker: &Docker,
+    profile: &RuntimeProfile,
+) -> Result<ImageFacts, SandboxError> {
+    let Some(image) = profile.image() else {
+        return Err(SandboxError::WrongBackend {
+            profile: profile.name.clone(),
+            backend: profile.backend.to_string(),
+        });
+    };
+    let reference = image.to_string();
+    let inspect = match docker.inspect_image(&reference).await {
+        Ok(inspect) => inspect,
+        Err(BollardError::DockerResponseServerError {
+            status_code: 404, ..
+        }) => {
+            return Err(SandboxError::ArtifactMissing {
+                profile: profile.name.clone(),
+                artifact: format!("image {reference}"),
+                hint: "progscore never pulls images: load or push it into this engine first \
+                       (scripts/setup.sh builds the default python image)"
+                    .into(),
+            });
+        }
+        Err(err) => return Err(unavailable(err)),
+    };
+    let volumes = declared_volumes(inspect.config.as_ref().and_then(|c| c.volumes.clone()));
+    if !volumes.is_empty() {
+        return Err(SandboxError::ArtifactRefused {
+            profile: profile.name.clone(),
+            artifact: format!("image {reference}"),
+            reason: format!(
+                "it declares VOLUME {} (anonymous volumes would be writable and outlive \
+                 the container); rebuild it without VOLUME instructions",
+                volumes.join(", ")
+            ),
+        });
+    }
+    Ok(ImageFacts {
+        image_id: inspect.id.unwrap_or_default(),
+        repo_digests: inspect.repo_digests.unwrap_or_default(),
+    })
+}
+
+fn declared_volumes(volumes: Option<Vec<String>>) -> Vec<String> {
+    volumes.unwrap_or_default()
+}
+
+/// An engine call that failed: the engine is unreachable or misbehaving.
+pub(crate) fn unavailable(err: BollardError) -> SandboxError {
+    SandboxError::EngineUnavailable {
+        message: describe(&err),
+    }
+}
+
+/// A readable message for an engine error, without bollard's debug noise.
+pub(crate) fn describe(err: &BollardError) -> String {
+    match err {
+        BollardError::DockerResponseServerError {
+            status_code,
+            message,
+        } => format!("engine answered {status_code}: {message}"),
+        other => other.to_string(),
+    }
+}
+
+/// Builds a doctor report from whatever could be learnt.
+pub(crate) fn report(
+    facts: Result<&EngineFacts, &SandboxError>,
+    profiles: Vec<ProfileCheck>,
+) -> EngineReport {
+    match facts {
+        Ok(facts) => EngineReport {
+            engine: facts.description.clone(),
+            engine_ok: facts.unsupported.is_empty(),
+            problems: facts
+                .require_limits()
+                .err()
+                .map(|e| vec![e.to_string()])
+                .unwrap_or_default(),
+            runtimes: facts.runtimes.clone(),
+            profiles,
+        },
+        Err(err) => EngineReport {
+            engine: "unreachable".into(),
+            engine_ok: false,
+            problems: vec![format!(
+                "{err}; is dockerd running? (scripts/setup.sh starts it)"
+            )],
+            runtimes: Vec::new(),
+            profiles,
+        },
+    }
+}

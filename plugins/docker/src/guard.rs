@@ -1,0 +1,60 @@
+//! Makes dropping a call's future wait for the call's cleanup.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+/// How long a dropped call may block its caller while cleaning up. Removing
+/// a container takes well under a second; this bounds a wedged engine.
+const CLEANUP_WAIT: Duration = Duration::from_secs(120);
+
+/// Held by the caller's future. When the future is dropped before the call
+/// finished, it cancels the call's task and blocks until that task (running
+/// on the client's own runtime, never the caller's) has removed everything
+/// it created.
+pub(crate) struct CancelOnDrop {
+    token: CancellationToken,
+    finished: mpsc::Receiver<()>,
+    armed: bool,
+}
+
+/// Held by the call's task; dropping it (at the end of the task, after
+/// cleanup, or by unwinding) releases a waiting [`CancelOnDrop`].
+pub(crate) struct FinishedSignal {
+    _sender: mpsc::Sender<()>,
+}
+
+pub(crate) fn cancel_pair(token: CancellationToken) -> (CancelOnDrop, FinishedSignal) {
+    let (sender, finished) = mpsc::channel();
+    (
+        CancelOnDrop {
+            token,
+            finished,
+            armed: true,
+        },
+        FinishedSignal { _sender: sender },
+    )
+}
+
+impl CancelOnDrop {
+    /// The call completed normally: nothing to wait for on drop.
+    pub(crate) fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.token.cancel();
+        // recv returns Err(Disconnected) when the task drops its signal.
+        if let Err(mpsc::RecvTimeoutError::Timeout) = self.finished.recv_timeout(CLEANUP_WAIT) {
+            tracing::error!(
+                "a cancelled sandbox call did not finish its cleanup within {CLEANUP_WAIT:?}"
+            );
+        }
+    }
+}

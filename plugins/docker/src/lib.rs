@@ -1,0 +1,22 @@
+//! The progscore Docker backend.
+//!
+//! Every invocation runs in a fresh, hardened container created through the
+//! engine's API (bollard): no network, no log driver, a non-root user, no
+//! capabilities, `no-new-privileges`, a read-only root with a small tmpfs at
+//! /tmp, the program bind-mounted read-only from a private workspace, memory
+//! with no swap, a CPU quota, a pids limit, and one wall-clock deadline.
+//! gVisor is the same backend with `runtime = "runsc"`.
+//!
+//! All engine traffic runs on a runtime owned by the client, so that a caller
+//! that drops a call's future can block until the call's cleanup has finished
+//! on that runtime without deadlocking its own.
+
+mod client;
+mod container;
+mod engine;
+mod guard;
+mod invocation;
+mod workspace;
+
+pub use client::{DockerClient, DockerOptions, OWNER_LABEL};
+pub use engine::{EngineReport, ProfileCheck};

@@ -1,0 +1,619 @@
+//! The Docker backend against the real engine that scripts/setup.sh starts.
+//!
+//! Every property is proven by what the program observes from inside the
+//! container, or by what the engine reports, not by reading back what was
+//! sent. Probes that do not depend on the kernel run under both runc
+//! (`python`) and gVisor (`python-gvisor`).
+
+mod proxy;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bollard::Docker;
+use bollard::query_parameters::InspectContainerOptions;
+use progscore_docker::{DockerClient, DockerOptions};
+use progscore_sandbox::{
+    Invocation, Outcome, ProfileSpec, ProgramRun, RuntimeProfile, SandboxClient, SandboxError,
+    sha256_hex,
+};
+
+const RUNC: &str = "python";
+const GVISOR: &str = "python-gvisor";
+
+#[derive(serde::Deserialize)]
+struct GeneratedConfig {
+    profiles: BTreeMap<String, ProfileSpec>,
+}
+
+fn config_path() -> PathBuf {
+    std::env::var_os("PROGSCORE_CONFIG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../progscore.toml"))
+}
+
+/// The profile as setup.sh generated it, adjusted by `tweak`.
+fn profile_with(name: &str, tweak: impl FnOnce(&mut ProfileSpec)) -> RuntimeProfile {
+    let path = config_path();
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run scripts/setup.sh first", path.display()));
+    let config: GeneratedConfig = toml::from_str(&text).expect("generated config parses");
+    let mut spec = config
+        .profiles
+        .get(name)
+        .unwrap_or_else(|| panic!("profile {name} missing from {}", path.display()))
+        .clone();
+    tweak(&mut spec);
+    RuntimeProfile::from_spec(name, &spec, Path::new(".")).expect("profile is valid")
+}
+
+fn profile(name: &str) -> RuntimeProfile {
+    profile_with(name, |_| {})
+}
+
+struct Harness {
+    client: DockerClient,
+    workspaces: tempfile::TempDir,
+}
+
+fn harness_with_socket(profiles: Vec<RuntimeProfile>, socket: Option<&Path>) -> Harness {
+    let workspaces = tempfile::tempdir().expect("workspace root");
+    let mut options = DockerOptions {
+        workspace_root: workspaces.path().to_path_buf(),
+        ..DockerOptions::default()
+    };
+    if let Some(socket) = socket {
+        options.socket = socket.to_path_buf();
+    }
+    Harness {
+        client: DockerClient::new(profiles, options).expect("client"),
+        workspaces,
+    }
+}
+
+fn harness(profiles: Vec<RuntimeProfile>) -> Harness {
+    harness_with_socket(profiles, None)
+}
+
+impl Harness {
+    async fn run(&self, profile: &str, program: &str, invocations: &[Invocation]) -> ProgramRun {
+        self.client
+            .execute(program.as_bytes(), profile, invocations)
+            .await
+            .unwrap_or_else(|e| panic!("execute refused: {e}"))
+    }
+
+    async fn run_one(&self, profile: &str, program: &str, args: &[&str]) -> ProgramRun {
+        self.run(
+            profile,
+            program,
+            &[Invocation::with_args(args.iter().copied())],
+        )
+        .await
+    }
+
+    /// Nothing this client created is left: containers or workspaces.
+    async fn assert_clean(&self) {
+        let left = self
+            .client
+            .owned_containers()
+            .await
+            .expect("list containers");
+        assert!(left.is_empty(), "containers left behind: {left:?}");
+        let workspaces: Vec<_> = std::fs::read_dir(self.workspaces.path())
+            .map(|dir| dir.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(
+            workspaces.is_empty(),
+            "workspaces left behind: {workspaces:?}"
+        );
+    }
+}
+
+fn stdout(run: &ProgramRun, index: usize) -> String {
+    run.events[index].stdout.data.to_string_lossy()
+}
+
+fn exit_code(run: &ProgramRun, index: usize) -> i64 {
+    match &run.events[index].outcome {
+        Outcome::Exited { exit_code } => *exit_code,
+        other => panic!(
+            "invocation {index} did not exit: {other:?}; stderr: {}",
+            run.events[index].stderr.data.to_string_lossy()
+        ),
+    }
+}
+
+fn docker() -> Docker {
+    Docker::connect_with_unix_defaults().expect("engine socket")
+}
+
+/// Runs the same probe under runc and gVisor.
+macro_rules! on_both_runtimes {
+    ($($name:ident => $body:expr;)*) => {
+        mod runc {
+            use super::*;
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { ($body)(RUNC).await })*
+        }
+        mod gvisor {
+            use super::*;
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { ($body)(GVISOR).await })*
+        }
+    };
+}
+
+const SQUARE: &str = "import sys\nprint(int(sys.argv[1]) ** 2)\n";
+
+on_both_runtimes! {
+    square_of_three_prints_nine => |name: &'static str| async move {
+        let h = harness(vec![profile(name)]);
+        let run = h.run_one(name, SQUARE, &["3"]).await;
+        assert_eq!(exit_code(&run, 0), 0);
+        assert_eq!(stdout(&run, 0), "9\n");
+        let provenance = run.events[0].provenance.as_ref().expect("provenance");
+        assert_eq!(provenance.backend, "docker");
+        assert_eq!(provenance.runtime, if name == GVISOR { "runsc" } else { "runc" });
+        assert!(provenance.image_id.as_deref().unwrap_or("").starts_with("sha256:"));
+        assert!(provenance.repo_digests.iter().any(|d| d.starts_with("127.0.0.1:5000/python-sandbox@sha256:")));
+        assert_eq!(provenance.command, ["python3", "-I", "/sandbox/program", "3"]);
+        assert!(provenance.engine.starts_with("Docker Engine"));
+        assert_eq!(run.program_sha256, sha256_hex(SQUARE.as_bytes()));
+        h.assert_clean().await;
+    };
+
+    program_bytes_run_verbatim => |name: &'static str| async move {
+        // CRLF line ends, trailing spaces, non-ASCII text and no final newline.
+        let program = "import hashlib   \r\n# déjà vu — ✓ \r\nprint(hashlib.sha256(open(__file__, 'rb').read()).hexdigest())  \r\n# end";
+        let h = harness(vec![profile(name)]);
+        let run = h.run_one(name, program, &[]).await;
+        assert_eq!(exit_code(&run, 0), 0, "{run:?}");
+        assert_eq!(stdout(&run, 0).trim(), sha256_hex(program.as_bytes()));
+    };
+
+    argv_and_stdin_arrive_exactly => |name: &'static str| async move {
+        // python3-minimal has no json module: argv goes out as hex of NUL-joined UTF-8.
+        let program = "import sys\nprint(b'\\0'.join(a.encode() for a in sys.argv[1:]).hex())\nprint(sys.stdin.buffer.read().hex())\n";
+        let args = ["two words", "", "--flag", "ünï", "$HOME", "a\"b"];
+        let stdin = b"line one\n\x00\xffno newline at end".to_vec();
+        let h = harness(vec![profile(name)]);
+        let run = h
+            .run(name, program, &[Invocation::with_args(args).stdin(stdin.clone())])
+            .await;
+        assert_eq!(exit_code(&run, 0), 0, "{run:?}");
+        let out = stdout(&run, 0);
+        let mut lines = out.lines();
+        assert_eq!(lines.next().unwrap(), hex(args.join("\0").as_bytes()));
+        assert_eq!(lines.next().unwrap(), hex(&stdin));
+    };
+
+    no_stdin_means_immediate_eof => |name: &'static str| async move {
+        let program = "import sys\ndata = sys.stdin.buffer.read()\nprint(len(data))\n";
+        let h = harness(vec![profile(name)]);
+        let run = h.run_one(name, program, &[]).await;
+        assert_eq!(exit_code(&run, 0), 0);
+        assert_eq!(stdout(&run, 0), "0\n");
+    };
+
+    every_invocation_gets_a_fresh_container => |name: &'static str| async move {
+        let program = "import os\nseen = os.path.exists('/tmp/marker')\nopen('/tmp/marker', 'w').write('x')\nprint('stale' if seen else 'fresh')\n";
+        let h = harness(vec![profile(name)]);
+        let run = h.run(name, program, &[Invocation::default(), Invocation::default(), Invocation::default()]).await;
+        for index in 0..3 {
+            assert_eq!(stdout(&run, index), "fresh\n");
+        }
+        let names: std::collections::HashSet<_> = run.events.iter()
+            .map(|e| e.provenance.as_ref().unwrap().container.clone().unwrap()).collect();
+        assert_eq!(names.len(), 3);
+        h.assert_clean().await;
+    };
+
+    only_the_loopback_interface_exists => |name: &'static str| async move {
+        let program = "import os, socket\nprint(sorted(os.listdir('/sys/class/net')) if os.path.exists('/sys/class/net') else sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]))\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    print('connected')\nexcept OSError as e:\n    print('no route')\n";
+        let h = harness(vec![profile(name)]);
+        let run = h.run_one(name, program, &[]).await;
+        assert_eq!(exit_code(&run, 0), 0, "{run:?}");
+        assert_eq!(stdout(&run, 0), "['lo']\nno route\n");
+    };
+
+    runs_as_non_root_without_capabilities => |name: &'static str| async move {
+        let program = "import os\nprint(os.getuid(), os.getgid(), os.geteuid())\nfor line in open('/proc/self/status'):\n    if line.startswith(('CapEff', 'CapBnd', 'CapPrm', 'NoNewPrivs')):\n        print(line.strip())\n";
+        let h = harness(vec![profile(name)]);
+        let run = h.run_one(name, program, &[]).await;
+        assert_eq!(exit_code(&run, 0), 0, "{run:?}");
+        let out = stdout(&run, 0);
+        let ids: Vec<&str> = out.lines().next().unwrap().split(' ').collect();
+        assert!(ids.iter().all(|id| *id != "0"), "runs as root: {out}");
+        assert!(out.contains("CapEff:\t0000000000000000"), "{out}");
+        assert!(out.contains("CapPrm:\t0000000000000000"), "{out}");
+        if name == GVISOR {
+            // gVisor's /proc/self/status has no NoNewPrivs line; say so rather than skip.
+            assert!(!out.contains("NoNewPrivs"), "gVisor now reports NoNewPrivs: assert it is 1");
+        } else {
+            assert!(out.contains("NoNewPrivs:\t1"), "{out}");
+        }
+    };
+
+    program_and_root_filesystem_are_read_only => |name: &'static str| async move {
+        let program = "import sys\nfor path in (__file__, '/etc/progscore-probe', '/usr/bin/probe', '/tmp/ok'):\n    try:\n        open(path, 'ab').write(b'x')\n        print(path, 'writable')\n    except OSError as e:\n        print(path, 'refused')\n";
+        let h = harness(vec![profile(name)]);
+        let run = h.run_one(name, program, &[]).await;
+        assert_eq!(exit_code(&run, 0), 0, "{run:?}");
+        assert_eq!(stdout(&run, 0), "/sandbox/program refused\n/etc/progscore-probe refused\n/usr/bin/probe refused\n/tmp/ok writable\n");
+    };
+
+    memory_hog_is_a_memory_limit => |name: &'static str| async move {
+        let p = profile_with(name, |s| s.limits.memory = "64MiB".into());
+        let program = "chunks = []\nwhile True:\n    chunks.append(bytearray(8 * 1024 * 1024))\n";
+        let h = harness(vec![p]);
+        let run = h.run_one(name, program, &[]).await;
+        assert_eq!(run.events[0].outcome, Outcome::MemoryLimit, "{run:?}");
+        h.assert_clean().await;
+    };
+
+    fork_bomb_is_contained => |name: &'static str| async move {
+        let p = profile_with(name, |s| s.limits.pids = 32);
+        let program = "import os, time\nn = 0\ntry:\n    while n < 10000:\n        if os.fork() == 0:\n            time.sleep(30)\n            os._exit(0)\n        n += 1\nexcept OSError as e:\n    print('fork refused after', n)\n";
+        let h = harness(vec![p]);
+        let run = h.run_one(name, program, &[]).await;
+        assert_eq!(exit_code(&run, 0), 0, "{run:?}");
+        let out = stdout(&run, 0);
+        let forked: u32 = out.trim().rsplit(' ').next().unwrap().parse().expect(&out);
+        assert!(forked < 32, "{out}");
+        h.assert_clean().await;
+    };
+
+    busy_loop_and_sleep_time_out => |name: &'static str| async move {
+        let p = profile_with(name, |s| s.limits.timeout = "2s".into());
+        let h = harness(vec![p]);
+        for program in ["while True:\n    pass\n", "import time\nprint('started', flush=True)\ntime.sleep(60)\n"] {
+            let started = Instant::now();
+            let run = h.run_one(name, program, &[]).await;
+            let took = started.elapsed();
+            assert_eq!(run.events[0].outcome, Outcome::TimedOut, "{run:?}");
+            // The deadline plus a grace for kill and removal on a loaded 2-core machine.
+            assert!(took < Duration::from_secs(2 + 6), "took {took:?}");
+        }
+        h.assert_clean().await;
+    };
+
+    closed_streams_do_not_end_the_run => |name: &'static str| async move {
+        let p = profile_with(name, |s| s.limits.timeout = "2s".into());
+        let program = "import os, time\nprint('bye', flush=True)\nos.close(1)\nos.close(2)\ntime.sleep(60)\n";
+        let h = harness(vec![p]);
+        let run = h.run_one(name, program, &[]).await;
+        assert_eq!(run.events[0].outcome, Outcome::TimedOut, "{run:?}");
+        assert_eq!(stdout(&run, 0), "bye\n");
+    };
+
+    output_is_capped_per_stream_and_counted => |name: &'static str| async move {
+        let p = profile_with(name, |s| s.limits.output = "128B".into());
+        let program = "import sys\nsys.stdout.write('x' * 1000000)\nsys.stdout.flush()\nsys.stderr.write('e' * 300000)\nsys.stderr.flush()\n";
+        let h = harness(vec![p]);
+        let run = h.run_one(name, program, &[]).await;
+        assert_eq!(exit_code(&run, 0), 0, "{run:?}");
+        let event = &run.events[0];
+        assert_eq!(event.stdout.data.as_bytes(), vec![b'x'; 128].as_slice());
+        assert!(event.stdout.truncated);
+        assert_eq!(event.stdout.total_bytes, 1_000_000);
+        assert_eq!(event.stderr.data.as_bytes(), vec![b'e'; 128].as_slice());
+        assert!(event.stderr.truncated);
+        assert_eq!(event.stderr.total_bytes, 300_000);
+    };
+
+    non_utf8_output_is_kept_as_bytes => |name: &'static str| async move {
+        let program = "import sys\nsys.stdout.buffer.write(bytes([0xff, 0xfe, 0x00, 0x41]))\n";
+        let h = harness(vec![profile(name)]);
+        let run = h.run_one(name, program, &[]).await;
+        assert_eq!(exit_code(&run, 0), 0);
+        assert_eq!(run.events[0].stdout.data.as_bytes(), &[0xff, 0xfe, 0x00, 0x41]);
+    };
+
+    exit_codes_and_crashes_are_reported => |name: &'static str| async move {
+        let h = harness(vec![profile(name)]);
+        let run = h.run(name, "import sys\nsys.exit(int(sys.argv[1]))\n", &[Invocation::with_args(["3"]), Invocation::with_args(["0"])]).await;
+        assert_eq!(exit_code(&run, 0), 3);
+        assert_eq!(exit_code(&run, 1), 0);
+        let run = h.run_one(name, "raise ValueError('boom')\n", &[]).await;
+        assert_eq!(exit_code(&run, 0), 1);
+        assert!(run.events[0].stderr.data.to_string_lossy().contains("ValueError: boom"));
+    };
+
+    orphaned_children_do_not_keep_the_run_alive => |name: &'static str| async move {
+        let program = "import os, time\nif os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\nprint('parent done')\n";
+        let h = harness(vec![profile_with(name, |s| s.limits.timeout = "20s".into())]);
+        let started = Instant::now();
+        let run = h.run_one(name, program, &[]).await;
+        assert_eq!(exit_code(&run, 0), 0, "{run:?}");
+        assert!(started.elapsed() < Duration::from_secs(15));
+    };
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn unknown_profile_is_refused() {
+    let h = harness(vec![profile(RUNC)]);
+    let err = h
+        .client
+        .execute(SQUARE.as_bytes(), "pyhton", &[Invocation::default()])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SandboxError::UnknownProfile { .. }));
+    assert!(err.to_string().contains("pyhton") && err.to_string().contains("python"));
+}
+
+#[tokio::test]
+async fn a_tagged_image_never_loads() {
+    let err = RuntimeProfile::from_spec(
+        "python",
+        &toml::from_str("backend = \"docker\"\nimage = \"127.0.0.1:5000/python-sandbox:bookworm\"\ncommand = [\"python3\"]\n").unwrap(),
+        Path::new("."),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("not pinned"), "{err}");
+}
+
+#[tokio::test]
+async fn an_absent_image_is_refused_and_not_pulled() {
+    let missing = "127.0.0.1:5000/python-sandbox@sha256:0000000000000000000000000000000000000000000000000000000000000000";
+    let p = profile_with(RUNC, |s| s.image = Some(missing.into()));
+    let h = harness(vec![p]);
+    let err = h
+        .client
+        .execute(SQUARE.as_bytes(), RUNC, &[Invocation::default()])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SandboxError::ArtifactMissing { .. }), "{err}");
+    assert!(err.to_string().contains("never pulls"), "{err}");
+    assert!(
+        docker().inspect_image(missing).await.is_err(),
+        "the image was pulled"
+    );
+    h.assert_clean().await;
+}
+
+async fn image_id(reference: &str) -> String {
+    docker()
+        .inspect_image(reference)
+        .await
+        .unwrap_or_else(|e| panic!("{reference}: {e}; run scripts/setup.sh"))
+        .id
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_image_that_declares_a_volume_is_refused() {
+    let id = image_id("progscore/fixture-volume:latest").await;
+    let h = harness(vec![profile_with(RUNC, |s| s.image = Some(id))]);
+    let err = h
+        .client
+        .execute(SQUARE.as_bytes(), RUNC, &[Invocation::default()])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SandboxError::ArtifactRefused { .. }), "{err}");
+    assert!(err.to_string().contains("/data"), "{err}");
+    h.assert_clean().await;
+}
+
+#[tokio::test]
+async fn the_profile_command_wins_over_the_image_entrypoint() {
+    let id = image_id("progscore/fixture-entrypoint:latest").await;
+    let h = harness(vec![profile_with(RUNC, |s| s.image = Some(id))]);
+    let run = h.run_one(RUNC, SQUARE, &["4"]).await;
+    assert_eq!(exit_code(&run, 0), 0, "{run:?}");
+    assert_eq!(stdout(&run, 0), "16\n");
+}
+
+#[tokio::test]
+async fn a_runtime_the_engine_does_not_list_is_refused() {
+    let p = profile_with(RUNC, |s| s.runtime = Some("kata".into()));
+    let h = harness(vec![p]);
+    let err = h
+        .client
+        .execute(SQUARE.as_bytes(), RUNC, &[Invocation::default()])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SandboxError::RuntimeMissing { .. }), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("kata") && message.contains("runsc"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn an_engine_without_swap_limits_is_refused() {
+    let proxy = proxy::EngineProxy::start();
+    proxy
+        .faults
+        .hide_swap_limit
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let h = harness_with_socket(vec![profile(RUNC)], Some(proxy.socket()));
+    let err = h
+        .client
+        .execute(SQUARE.as_bytes(), RUNC, &[Invocation::default()])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, SandboxError::EngineUnsupported { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("swap limits"), "{err}");
+    let report = h.client.diagnose().await;
+    assert!(!report.engine_ok);
+    assert!(report.problems.iter().any(|p| p.contains("swap limits")));
+    h.assert_clean().await;
+}
+
+#[tokio::test]
+async fn doctor_reports_a_usable_engine_and_profiles() {
+    let h = harness(vec![profile(RUNC), profile(GVISOR)]);
+    let report = h.client.diagnose().await;
+    assert!(report.engine_ok, "{report:?}");
+    assert!(report.runtimes.iter().any(|r| r == "runsc"));
+    assert!(report.profiles.iter().all(|p| p.ok), "{report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workspace_is_private_while_running_and_gone_after() {
+    let h = harness(vec![profile(RUNC)]);
+    let program = "import time\ntime.sleep(3)\nprint('done')\n";
+    let run = h.run_one(RUNC, program, &[]);
+    let observe = async {
+        let engine = docker();
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let Some(name) = h.client.owned_containers().await.unwrap().pop() else {
+                continue;
+            };
+            let Ok(inspect) = engine
+                .inspect_container(&name, None::<InspectContainerOptions>)
+                .await
+            else {
+                continue;
+            };
+            let source = inspect
+                .mounts
+                .unwrap_or_default()
+                .into_iter()
+                .find(|m| m.destination.as_deref() == Some("/sandbox/program"))
+                .and_then(|m| m.source)
+                .expect("program mount");
+            let folder = Path::new(&source).parent().unwrap().to_path_buf();
+            let mode = std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777;
+            return (folder, mode);
+        }
+        panic!("never saw the running container");
+    };
+    let (run, (folder, mode)) = tokio::join!(run, observe);
+    assert_eq!(stdout(&run, 0), "done\n");
+    assert_eq!(mode, 0o700, "workspace {folder:?} mode {mode:o}");
+    assert!(folder.starts_with(h.workspaces.path()));
+    assert!(!folder.exists(), "workspace {folder:?} still exists");
+    h.assert_clean().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellations_at_random_points_leave_nothing_behind() {
+    let h = harness(vec![profile(RUNC)]);
+    let volumes_before = volume_count().await;
+    let program = "import time\ntime.sleep(0.3)\nprint('x')\n";
+    let invocations = [Invocation::default(), Invocation::default()];
+    // A small deterministic generator: the points spread over the whole call.
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut completed = 0;
+    for _ in 0..100 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let after = Duration::from_millis(seed % 900);
+        let call = h.client.execute(program.as_bytes(), RUNC, &invocations);
+        if tokio::time::timeout(after, call).await.is_ok() {
+            completed += 1;
+        }
+        // Dropping the call returned only after its cleanup.
+        h.assert_clean().await;
+    }
+    assert!(completed < 100, "no call was cancelled");
+    assert_eq!(volume_count().await, volumes_before);
+}
+
+async fn volume_count() -> usize {
+    docker()
+        .list_volumes(None::<bollard::query_parameters::ListVolumesOptions>)
+        .await
+        .expect("list volumes")
+        .volumes
+        .unwrap_or_default()
+        .len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_vanishes_mid_run_is_a_sandbox_error() {
+    let mut proxy = proxy::EngineProxy::start();
+    let h = harness_with_socket(vec![profile(RUNC)], Some(proxy.socket()));
+    let program = "import time\nprint('started', flush=True)\ntime.sleep(5)\n";
+    let invocations = [Invocation::default(), Invocation::default()];
+    let run = h.client.execute(program.as_bytes(), RUNC, &invocations);
+    let stop = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        proxy.stop();
+    };
+    let (run, ()) = tokio::join!(run, stop);
+    let run = run.expect("the run started before the engine went away");
+    assert!(
+        matches!(run.events[0].outcome, Outcome::SandboxError { .. }),
+        "{:?}",
+        run.events[0]
+    );
+    assert!(matches!(run.events[1].outcome, Outcome::NotRun { .. }));
+    // The backend could not remove its container through the vanished engine:
+    // it says so, by name. Clean up through the real engine.
+    let warning = run.sandbox_warnings.first().expect("a removal warning");
+    let name = run.events[0]
+        .provenance
+        .as_ref()
+        .unwrap()
+        .container
+        .clone()
+        .unwrap();
+    assert!(warning.contains(&name), "{warning}");
+    remove_for_real(&name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_removal_is_a_warning_and_stops_later_invocations() {
+    let proxy = proxy::EngineProxy::start();
+    proxy
+        .faults
+        .fail_container_removal
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let h = harness_with_socket(vec![profile(RUNC)], Some(proxy.socket()));
+    let invocations = [
+        Invocation::with_args(["2"]),
+        Invocation::with_args(["3"]),
+        Invocation::with_args(["4"]),
+    ];
+    let run = h
+        .client
+        .execute(SQUARE.as_bytes(), RUNC, &invocations)
+        .await
+        .expect("run");
+    assert_eq!(exit_code(&run, 0), 0);
+    assert_eq!(stdout(&run, 0), "4\n");
+    let name = run.events[0]
+        .provenance
+        .as_ref()
+        .unwrap()
+        .container
+        .clone()
+        .unwrap();
+    assert_eq!(run.sandbox_warnings.len(), 1, "{:?}", run.sandbox_warnings);
+    assert!(
+        run.sandbox_warnings[0].contains(&name),
+        "{:?}",
+        run.sandbox_warnings
+    );
+    assert!(matches!(run.events[1].outcome, Outcome::NotRun { .. }));
+    assert!(matches!(run.events[2].outcome, Outcome::NotRun { .. }));
+    // Exactly one container was created, and it is the one named.
+    assert_eq!(
+        h.client.owned_containers().await.unwrap(),
+        vec![name.clone()]
+    );
+    remove_for_real(&name).await;
+}
+
+async fn remove_for_real(name: &str) {
+    let options = bollard::query_parameters::RemoveContainerOptionsBuilder::new()
+        .force(true)
+        .v(true)
+        .build();
+    let _ = docker().remove_container(name, Some(options)).await;
+}
