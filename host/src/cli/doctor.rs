@@ -1,0 +1,43 @@
+//! `progscore doctor`: is each backend usable, and if not, why.
+
+use clap::Parser;
+use progscore::backends::Backends;
+use progscore::config::Config;
+
+use super::{EXIT_FAILED, EXIT_OK};
+
+#[derive(Debug, Parser)]
+pub struct DoctorArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(config: &Config, args: DoctorArgs) -> anyhow::Result<u8> {
+    let backends = Backends::new(config.profiles.clone())?;
+    let docker = backends.docker_report().await;
+    let healthy = docker
+        .as_ref()
+        .is_none_or(|r| r.engine_ok && r.profiles.iter().all(|p| p.ok));
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"ok": healthy, "docker": docker}))?
+        );
+    } else if let Some(report) = &docker {
+        println!("docker engine: {}", report.engine);
+        if !report.runtimes.is_empty() {
+            println!("  runtimes: {}", report.runtimes.join(", "));
+        }
+        for problem in &report.problems {
+            println!("  problem: {problem}");
+        }
+        for check in &report.profiles {
+            let mark = if check.ok { "ok  " } else { "FAIL" };
+            println!("  [{mark}] profile {}: {}", check.profile, check.detail);
+        }
+    } else {
+        println!("no docker profiles configured");
+    }
+    Ok(if healthy { EXIT_OK } else { EXIT_FAILED })
+}

@@ -1,0 +1,245 @@
+//! The TOML configuration, turned into typed values once, at the edge.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use progscore_sandbox::{ProfileSpec, RuntimeProfile};
+use serde::Deserialize;
+use thiserror::Error;
+
+/// The config file's name when none is given.
+pub const DEFAULT_CONFIG: &str = "progscore.toml";
+
+/// A loaded, checked configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// The evidence store's path (resolved against the config's folder).
+    pub store_path: PathBuf,
+    /// Every profile, checked.
+    pub profiles: Vec<RuntimeProfile>,
+    /// User comparators, pinned by sha256.
+    pub comparators: Vec<UserComparator>,
+}
+
+/// A user comparator as configured: a component file pinned by sha256.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserComparator {
+    /// The name expectations use.
+    pub name: String,
+    /// The component file (resolved against the config's folder).
+    pub path: PathBuf,
+    /// Its expected sha256.
+    pub sha256: String,
+}
+
+/// Why a config could not be loaded; every message names the file, and the
+/// line where it can be found.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: cannot read the config: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TOML is malformed or has unknown/mistyped fields.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A profile was refused.
+    #[error("{location}: {message}")]
+    Profile {
+        /// `file:line` of the profile's table.
+        location: String,
+        /// Why.
+        message: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    store: StoreSection,
+    #[serde(default)]
+    profiles: BTreeMap<String, ProfileSpec>,
+    #[serde(default)]
+    comparators: BTreeMap<String, ComparatorSection>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreSection {
+    #[serde(default = "default_store_path")]
+    path: PathBuf,
+}
+
+impl Default for StoreSection {
+    fn default() -> Self {
+        StoreSection {
+            path: default_store_path(),
+        }
+    }
+}
+
+fn default_store_path() -> PathBuf {
+    PathBuf::from("progscore.db")
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ComparatorSection {
+    path: PathBuf,
+    sha256: String,
+}
+
+impl Config {
+    /// Loads and checks a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Config::parse(path, &text)
+    }
+
+    /// Parses config text that came from `path` (used for messages and to
+    /// resolve relative paths).
+    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+        let shown = path.display().to_string();
+        let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: shown.clone(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let base = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut profiles = Vec::new();
+        for (name, spec) in &file.profiles {
+            let profile =
+                RuntimeProfile::from_spec(name, spec, base).map_err(|e| ConfigError::Profile {
+                    location: locate(&shown, text, &format!("profiles.{name}")),
+                    message: e.to_string(),
+                })?;
+            profiles.push(profile);
+        }
+        let mut comparators = Vec::new();
+        for (name, section) in file.comparators {
+            let valid = section.sha256.len() == 64
+                && section
+                    .sha256
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            if !valid {
+                return Err(ConfigError::Profile {
+                    location: locate(&shown, text, &format!("comparators.{name}")),
+                    message: format!(
+                        "comparator `{name}`: sha256 {:?} is not 64 lower-case hex digits",
+                        section.sha256
+                    ),
+                });
+            }
+            comparators.push(UserComparator {
+                path: if section.path.is_absolute() {
+                    section.path
+                } else {
+                    base.join(section.path)
+                },
+                name,
+                sha256: section.sha256,
+            });
+        }
+        let store_path =
+            if file.store.path.is_absolute() || file.store.path == Path::new(":memory:") {
+                file.store.path
+            } else {
+                base.join(file.store.path)
+            };
+        Ok(Config {
+            path: path.to_path_buf(),
+            store_path,
+            profiles,
+            comparators,
+        })
+    }
+
+    /// A profile by name.
+    pub fn profile(&self, name: &str) -> Option<&RuntimeProfile> {
+        self.profiles.iter().find(|p| p.name == name)
+    }
+}
+
+/// `file:line` of a table header such as `[profiles.python]`, or the file alone.
+fn locate(path: &str, text: &str, table: &str) -> String {
+    let header = format!("[{table}]");
+    let quoted = {
+        let (section, name) = table.split_once('.').unwrap_or((table, ""));
+        format!("[{section}.\"{name}\"]")
+    };
+    text.lines()
+        .position(|line| {
+            let line = line.trim();
+            line == header || line == quoted
+        })
+        .map(|index| format!("{path}:{}", index + 1))
+        .unwrap_or_else(|| path.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIGEST: &str = "127.0.0.1:5000/python-sandbox@sha256:04523e07d3e8eff083d854274411456f0a069de00b901a826c97a9428f7bbac4";
+
+    #[test]
+    fn a_tagged_image_is_refused_with_file_line_and_profile() {
+        let text = format!(
+            "[store]\npath = \"x.db\"\n\n[profiles.good]\nbackend = \"docker\"\nimage = \"{DIGEST}\"\ncommand = [\"python3\"]\n\n[profiles.bad]\nbackend = \"docker\"\nimage = \"python:3.12\"\ncommand = [\"python3\"]\n"
+        );
+        let err = Config::parse(Path::new("conf/progscore.toml"), &text).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.starts_with("conf/progscore.toml:9: profile `bad`"),
+            "{message}"
+        );
+        assert!(message.contains("python:3.12"), "{message}");
+    }
+
+    #[test]
+    fn unknown_fields_name_the_line() {
+        let text = format!(
+            "[profiles.p]\nbackend = \"docker\"\nimage = \"{DIGEST}\"\ncommand = [\"python3\"]\n[profiles.p.limits]\nmemroy = \"1GiB\"\n"
+        );
+        let message = Config::parse(Path::new("c.toml"), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("c.toml") && message.contains("line 6") && message.contains("memroy"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_config_folder() {
+        let text = format!(
+            "[store]\npath = \"evidence.db\"\n[profiles.p]\nbackend = \"docker\"\nimage = \"{DIGEST}\"\ncommand = [\"python3\"]\n[comparators.mine]\npath = \"cmp/mine.wasm\"\nsha256 = \"{}\"\n",
+            "a".repeat(64)
+        );
+        let config = Config::parse(Path::new("/etc/ps/progscore.toml"), &text).unwrap();
+        assert_eq!(config.store_path, Path::new("/etc/ps/evidence.db"));
+        assert_eq!(
+            config.comparators[0].path,
+            Path::new("/etc/ps/cmp/mine.wasm")
+        );
+        assert_eq!(config.profile("p").unwrap().limits.timeout_ms, 10_000);
+    }
+}

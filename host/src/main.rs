@@ -1,0 +1,36 @@
+//! The `progscore` binary: parses arguments, loads the config, dispatches.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`progscore profiles | head`) like other
+    // command-line tools, instead of panicking in println!.
+    // SAFETY: setting a signal disposition to the default before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PROGSCORE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = cli::Args::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("progscore: cannot start the async runtime: {err}");
+            return ExitCode::from(cli::EXIT_ERROR);
+        }
+    };
+    let code = runtime.block_on(cli::dispatch(args));
+    ExitCode::from(code)
+}
