@@ -6,4 +6,6 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 bash scripts/setup.sh
 export PROGSCORE_CONFIG="$REPO_ROOT/progscore.toml"
+# The end-to-end tests drive the built binary.
+cargo build --locked -p progscore
 cargo test --workspace --locked "$@"

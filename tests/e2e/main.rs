@@ -1,0 +1,3 @@
+//! The progscore binary, end to end, against the real engine.
+
+mod run;

@@ -1,0 +1,124 @@
+//! `progscore run`, `profiles`, `doctor`.
+
+use progscore_e2e::{Dir, stderr, stdout};
+
+const SQUARE: &str = "import sys\nprint(int(sys.argv[1]) ** 2)\n";
+
+fn json(output: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", stdout(output), stderr(output)))
+}
+
+#[test]
+fn the_doc_example_prints_nine() {
+    let dir = Dir::new();
+    dir.write("square.py", SQUARE);
+    let output = dir.run(&["run", "--profile", "python", "square.py", "--", "3"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let run = json(&output);
+    let event = &run["events"][0];
+    assert_eq!(event["outcome"], "exited");
+    assert_eq!(event["exit_code"], 0);
+    assert_eq!(event["stdout"]["data"], "9\n");
+    assert_eq!(event["stdout"]["truncated"], false);
+    assert_eq!(event["stdout"]["total_bytes"], 2);
+    assert_eq!(event["provenance"]["backend"], "docker");
+    assert_eq!(event["provenance"]["command"][3], "3");
+    assert!(event["duration_ms"].as_u64().is_some());
+}
+
+#[test]
+fn stdin_file_and_invocations_file() {
+    let dir = Dir::new();
+    dir.write("echo.py", "import sys\ndata = sys.stdin.read()\nprint(sys.argv[1:], data.upper())\n");
+    dir.write("in.txt", "hello");
+    let output = dir.run(&["run", "--profile", "python", "--stdin", "in.txt", "echo.py", "--", "a"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(json(&output)["events"][0]["stdout"]["data"], "['a'] HELLO\n");
+
+    dir.write(
+        "cases.jsonl",
+        "{\"args\": [\"x\"], \"stdin\": \"one\"}\n\n{\"args\": [], \"stdin\": null}\n{\"args\": [\"y\", \"z\"]}\n",
+    );
+    let output = dir.run(&["run", "--profile", "python", "--invocations", "cases.jsonl", "echo.py"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let run = json(&output);
+    let outs: Vec<&str> = run["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["stdout"]["data"].as_str().unwrap())
+        .collect();
+    assert_eq!(outs, ["['x'] ONE\n", "[] \n", "['y', 'z'] \n"]);
+    let containers: std::collections::HashSet<&str> = run["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["provenance"]["container"].as_str().unwrap())
+        .collect();
+    assert_eq!(containers.len(), 3, "one fresh container per invocation");
+}
+
+#[test]
+fn a_bad_invocations_line_names_file_and_line() {
+    let dir = Dir::new();
+    dir.write("square.py", SQUARE);
+    dir.write("cases.jsonl", "{\"args\": [\"1\"]}\n{\"argz\": []}\n");
+    let output = dir.run(&["run", "--profile", "python", "--invocations", "cases.jsonl", "square.py"]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(message.contains("cases.jsonl:2"), "{message}");
+}
+
+#[test]
+fn an_unknown_profile_is_a_usage_error() {
+    let dir = Dir::new();
+    dir.write("square.py", SQUARE);
+    let output = dir.run(&["run", "--profile", "pyhton", "square.py", "--", "3"]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(message.contains("pyhton") && message.contains("python"), "{message}");
+}
+
+#[test]
+fn a_tagged_image_in_the_config_is_refused_naming_file_line_and_profile() {
+    let dir = Dir::new();
+    let config = dir.path().join("progscore.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[profiles.tagged]\nbackend = \"docker\"\nimage = \"python:3.12\"\ncommand = [\"python3\"]\n");
+    std::fs::write(&config, &text).unwrap();
+    let line = text.lines().position(|l| l == "[profiles.tagged]").unwrap() + 1;
+    dir.write("square.py", SQUARE);
+    let output = dir.run(&["run", "--profile", "python", "square.py", "--", "3"]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(message.contains(&format!("progscore.toml:{line}: profile `tagged`")), "{message}");
+    assert!(message.contains("python:3.12"), "{message}");
+}
+
+#[test]
+fn profiles_and_doctor_describe_the_setup() {
+    let dir = Dir::new();
+    let output = dir.run(&["profiles", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let profiles = json(&output);
+    let names: Vec<&str> = profiles.as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"python") && names.contains(&"python-gvisor"), "{names:?}");
+    let output = dir.run(&["doctor", "--json"]);
+    assert!(output.status.success(), "{}\n{}", stdout(&output), stderr(&output));
+    let report = json(&output);
+    assert_eq!(report["ok"], true);
+    assert!(report["docker"]["runtimes"].as_array().unwrap().iter().any(|r| r == "runsc"));
+}
+
+#[test]
+fn doctor_explains_a_missing_runtime() {
+    let dir = Dir::new();
+    let config = dir.path().join("progscore.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace("runtime = \"runsc\"", "runtime = \"kata\"");
+    std::fs::write(&config, text).unwrap();
+    let output = dir.run(&["doctor"]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = stdout(&output);
+    assert!(report.contains("[FAIL] profile python-gvisor") && report.contains("daemon.json"), "{report}");
+}
