@@ -1,0 +1,94 @@
+//! Errors of the comparator host. Problems of a guest *during a comparison*
+//! are not errors: they are [`crate::ComparisonOutcome::Undetermined`].
+
+use std::path::PathBuf;
+
+/// Why the host could not be set up, a comparator not be loaded, or a call not
+/// be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ComparatorError {
+    /// The wasmtime engine refused the configuration.
+    #[error("cannot create the WebAssembly engine: {0}")]
+    Engine(String),
+    /// No comparator of that name is registered.
+    #[error("unknown comparator \"{name}\" (known: {known})")]
+    UnknownComparator {
+        /// The name asked for.
+        name: String,
+        /// The registered names, comma separated.
+        known: String,
+    },
+    /// A comparator of that name is already registered.
+    #[error("comparator \"{0}\" is already registered")]
+    Duplicate(String),
+    /// A user comparator's file could not be read.
+    #[error("comparator \"{name}\": cannot read {}: {source}", path.display())]
+    Read {
+        /// The comparator's name.
+        name: String,
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A user comparator's file is not the one pinned in the configuration.
+    #[error(
+        "comparator \"{name}\": {} has sha256 {actual}, but the configuration pins {expected}; \
+         refusing to load it (rebuild it or update the pin)",
+        path.display()
+    )]
+    PinMismatch {
+        /// The comparator's name.
+        name: String,
+        /// The file.
+        path: PathBuf,
+        /// The sha256 in the configuration.
+        expected: String,
+        /// The sha256 of the file.
+        actual: String,
+    },
+    /// The pin in the configuration is not a sha256 in hex.
+    #[error("comparator \"{name}\": sha256 pin \"{pin}\" is not 64 hex digits")]
+    BadPin {
+        /// The comparator's name.
+        name: String,
+        /// The pin as written.
+        pin: String,
+    },
+    /// The file is not a comparator component this host can run.
+    #[error(
+        "comparator \"{name}\" is not a usable progscore:comparator@{} component: {message}",
+        crate::WIT_VERSION
+    )]
+    NotAComparator {
+        /// The comparator's name.
+        name: String,
+        /// What is wrong (compile, link or export-check failure).
+        message: String,
+    },
+    /// The comparator refused its parameters.
+    #[error("comparator \"{name}\": invalid parameters: {message}")]
+    InvalidParams {
+        /// The comparator's name.
+        name: String,
+        /// The comparator's explanation.
+        message: String,
+    },
+    /// `validate` itself failed (trap, deadline, memory), so the parameters
+    /// could not be checked.
+    #[error("comparator \"{name}\": validate failed: {message}")]
+    ValidateFailed {
+        /// The comparator's name.
+        name: String,
+        /// What happened.
+        message: String,
+    },
+    /// The compiled-comparator cache could not be used.
+    #[error("comparator cache {}: {message}", path.display())]
+    Cache {
+        /// The cache path involved.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
+}

@@ -1,0 +1,571 @@
+//! Truth tables of the built-in comparators, complete, truncated and non-UTF-8.
+
+use progscore_comparators::ComparisonOutcome;
+
+use crate::{host, letter, run, run_truncated};
+
+/// One row: comparator, params, kept output, `Some(total)` when truncated,
+/// expected outcome letter (M match, X mismatch, U undetermined).
+type Row = (&'static str, &'static str, &'static [u8], Option<u64>, char);
+
+fn check(rows: &[Row]) {
+    let mut failures = Vec::new();
+    for (i, (name, params, output, total, want)) in rows.iter().enumerate() {
+        let outcome = match total {
+            None => run(name, params, output),
+            Some(total) => run_truncated(name, params, output, *total),
+        };
+        if letter(&outcome) != *want {
+            failures.push(format!(
+                "row {i}: {name} {params} on {:?} (total {total:?}): want {want}, got {outcome:?}",
+                String::from_utf8_lossy(output)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn equals_truth_table() {
+    check(&[
+        ("equals", r#"{"value":"9"}"#, b"9\n", None, 'M'),
+        ("equals", r#"{"value":"9"}"#, b"  9  \r\n", None, 'M'),
+        ("equals", r#"{"value":"9"}"#, b"10\n", None, 'X'),
+        ("equals", r#"{"value":"9","trim":false}"#, b"9\n", None, 'X'),
+        (
+            "equals",
+            r#"{"value":"9\n","trim":false}"#,
+            b"9\n",
+            None,
+            'M',
+        ),
+        (
+            "equals",
+            r#"{"value":"Hello","ignore_case":true}"#,
+            b"hELLO",
+            None,
+            'M',
+        ),
+        (
+            "equals",
+            r#"{"value":"ÉTÉ","ignore_case":true}"#,
+            "été".as_bytes(),
+            None,
+            'M',
+        ),
+        ("equals", r#"{"value":"Hello"}"#, b"hello", None, 'X'),
+        (
+            "equals",
+            r#"{"value":"a\nb","normalize_newlines":true}"#,
+            b"a\r\nb\r\n",
+            None,
+            'M',
+        ),
+        ("equals", r#"{"value":"a\nb"}"#, b"a\r\nb", None, 'X'),
+        // Non-UTF-8 output is compared as bytes: never equal to UTF-8 text.
+        ("equals", r#"{"value":"9"}"#, b"\xff9", None, 'X'),
+        ("equals", r#"{"value":"caf\u00e9"}"#, b"caf\xe9", None, 'X'),
+        // Truncated: the kept part departs from the value: proven mismatch.
+        ("equals", r#"{"value":"9"}"#, b"10", Some(5000), 'X'),
+        (
+            "equals",
+            r#"{"value":"hello world"}"#,
+            b"help",
+            Some(5000),
+            'X',
+        ),
+        // Truncated but agreeing so far: undetermined, never match.
+        (
+            "equals",
+            r#"{"value":"hello world"}"#,
+            b"hello",
+            Some(11),
+            'U',
+        ),
+        ("equals", r#"{"value":"9"}"#, b"9", Some(2), 'U'),
+        ("equals", r#"{"value":"9"}"#, b"  ", Some(9), 'U'),
+        // Without normalisation the total length alone proves a mismatch.
+        (
+            "equals",
+            r#"{"value":"hello world","trim":false}"#,
+            b"hello",
+            Some(20),
+            'X',
+        ),
+        (
+            "equals",
+            r#"{"value":"hello world","trim":false}"#,
+            b"hello",
+            Some(11),
+            'U',
+        ),
+        // A character cut in two by truncation proves nothing.
+        (
+            "equals",
+            r#"{"value":"é!","ignore_case":true}"#,
+            &[0xc3],
+            Some(3),
+            'U',
+        ),
+        (
+            "equals",
+            r#"{"value":"a\nb","normalize_newlines":true}"#,
+            b"a\r",
+            Some(5),
+            'U',
+        ),
+    ]);
+}
+
+#[test]
+fn contains_truth_table() {
+    check(&[
+        ("contains", r#"{"value":"ok"}"#, b"all ok\n", None, 'M'),
+        ("contains", r#"{"value":"ok"}"#, b"all fine\n", None, 'X'),
+        (
+            "contains",
+            r#"{"value":"OK","ignore_case":true}"#,
+            b"all ok\n",
+            None,
+            'M',
+        ),
+        (
+            "contains",
+            r#"{"value":"ok"}"#,
+            b"\xff\xfeok\xff",
+            None,
+            'M',
+        ),
+        ("contains", r#"{"value":"ok"}"#, b"\xff\xfe\xff", None, 'X'),
+        // Found in the kept part: a match whatever was cut.
+        (
+            "contains",
+            r#"{"value":"ok"}"#,
+            b"ok and then",
+            Some(1 << 20),
+            'M',
+        ),
+        // Not found yet: it may be in the cut part.
+        (
+            "contains",
+            r#"{"value":"ok"}"#,
+            b"still running",
+            Some(1 << 20),
+            'U',
+        ),
+        ("contains", r#"{"value":"ok"}"#, b"o", Some(2), 'U'),
+    ]);
+}
+
+#[test]
+fn regex_truth_table() {
+    check(&[
+        ("regex", r#"{"value":"^ok"}"#, b"ok\n", None, 'M'),
+        ("regex", r#"{"value":"^ok"}"#, b"not ok\n", None, 'X'),
+        (
+            "regex",
+            r#"{"value":"\\d+ apples"}"#,
+            b"I have 12 apples",
+            None,
+            'M',
+        ),
+        (
+            "regex",
+            r#"{"value":"\\d+","full_match":true}"#,
+            b"123",
+            None,
+            'M',
+        ),
+        (
+            "regex",
+            r#"{"value":"\\d+","full_match":true}"#,
+            b"123\n",
+            None,
+            'X',
+        ),
+        (
+            "regex",
+            r#"{"value":"\\d+\\s*","full_match":true}"#,
+            b"123\n",
+            None,
+            'M',
+        ),
+        // Non-UTF-8: byte-level syntax matches invalid bytes, `.` does not.
+        (
+            "regex",
+            r#"{"value":"(?-u:\\xFF)ok"}"#,
+            b"\xffok",
+            None,
+            'M',
+        ),
+        ("regex", r#"{"value":"^.ok$"}"#, b"\xffok", None, 'X'),
+        ("regex", r#"{"value":"ok"}"#, b"\xff\xfeok", None, 'M'),
+        // Truncated: a match that cannot depend on what follows is proven.
+        (
+            "regex",
+            r#"{"value":"^ok"}"#,
+            b"ok, and more",
+            Some(1 << 20),
+            'M',
+        ),
+        ("regex", r#"{"value":"\\d+"}"#, b"x 12", Some(1 << 20), 'M'),
+        // `$` and `\b` look past the match: only a match before the end counts.
+        ("regex", r#"{"value":"ok$"}"#, b"ok", Some(1 << 20), 'U'),
+        (
+            "regex",
+            r#"{"value":"(?m)ok$"}"#,
+            b"ok\nmore",
+            Some(1 << 20),
+            'M',
+        ),
+        ("regex", r#"{"value":"\\bcat\\b"}"#, b"cat", Some(10), 'U'),
+        (
+            "regex",
+            r#"{"value":"\\bcat\\b"}"#,
+            b"a cat sat",
+            Some(100),
+            'M',
+        ),
+        // No continuation can match: proven mismatch.
+        (
+            "regex",
+            r#"{"value":"^ok"}"#,
+            b"error: boom",
+            Some(1 << 20),
+            'X',
+        ),
+        (
+            "regex",
+            r#"{"value":"\\d+","full_match":true}"#,
+            b"12a",
+            Some(10),
+            'X',
+        ),
+        // Could still match later, or fully: undetermined.
+        (
+            "regex",
+            r#"{"value":"ok"}"#,
+            b"still running",
+            Some(1 << 20),
+            'U',
+        ),
+        (
+            "regex",
+            r#"{"value":"\\d+","full_match":true}"#,
+            b"123",
+            Some(10),
+            'U',
+        ),
+    ]);
+}
+
+#[test]
+fn json_truth_table() {
+    check(&[
+        (
+            "json",
+            r#"{"value":{"a":1,"b":[1,2]}}"#,
+            br#"{"b":[1,2],"a":1}"#,
+            None,
+            'M',
+        ),
+        (
+            "json",
+            r#"{"value":{"a":1}}"#,
+            b" {\"a\": 1.0}\n",
+            None,
+            'M',
+        ),
+        ("json", r#"{"value":{"a":1}}"#, br#"{"a":1e0}"#, None, 'M'),
+        ("json", r#"{"value":{"a":1}}"#, br#"{"a":2}"#, None, 'X'),
+        (
+            "json",
+            r#"{"value":{"a":1}}"#,
+            br#"{"a":1,"b":2}"#,
+            None,
+            'X',
+        ),
+        ("json", r#"{"value":[1,2]}"#, b"[2,1]", None, 'X'),
+        (
+            "json",
+            r#"{"value":0.3,"float_tolerance":1e-9}"#,
+            b"0.30000000000000004",
+            None,
+            'M',
+        ),
+        ("json", r#"{"value":0.3}"#, b"0.31", None, 'X'),
+        ("json", r#"{"value":"hi"}"#, br#""hi""#, None, 'M'),
+        ("json", r#"{"value":{"a":1}}"#, b"not json", None, 'X'),
+        ("json", r#"{"value":"\u00e9"}"#, b"\"\xe9\"", None, 'X'),
+        // Truncated: syntax error already in the kept part: proven mismatch.
+        (
+            "json",
+            r#"{"value":{"a":1}}"#,
+            b"Traceback (most",
+            Some(1 << 20),
+            'X',
+        ),
+        // Unfinished but fine so far: undetermined.
+        (
+            "json",
+            r#"{"value":{"a":1}}"#,
+            br#"{"a":"#,
+            Some(1 << 20),
+            'U',
+        ),
+        // Complete value kept, but different: proven mismatch.
+        (
+            "json",
+            r#"{"value":{"a":1}}"#,
+            br#"{"a":2}"#,
+            Some(1 << 20),
+            'X',
+        ),
+        // Complete and equal, but something follows: undetermined.
+        (
+            "json",
+            r#"{"value":{"a":1}}"#,
+            br#"{"a":1}"#,
+            Some(1 << 20),
+            'U',
+        ),
+        // A bare number may go on: 12 could be 123.
+        ("json", r#"{"value":123}"#, b"12", Some(3), 'U'),
+        // A character cut in two inside a string proves nothing.
+        ("json", r#"{"value":"é"}"#, &[b'"', 0xc3], Some(4), 'U'),
+    ]);
+}
+
+#[test]
+fn number_truth_table() {
+    check(&[
+        (
+            "number",
+            r#"{"value":42}"#,
+            b"The answer is 42.\n",
+            None,
+            'M',
+        ),
+        (
+            "number",
+            r#"{"value":3.14159,"abs":0.001}"#,
+            b"pi ~ 3.1416",
+            None,
+            'M',
+        ),
+        ("number", r#"{"value":3.14159}"#, b"3.1416", None, 'X'),
+        ("number", r#"{"value":100,"rel":0.01}"#, b"100.5", None, 'M'),
+        ("number", r#"{"value":[1,2,3]}"#, b"1\n2\n3\n", None, 'M'),
+        ("number", r#"{"value":"1 2 3"}"#, b"1, 2, 3", None, 'M'),
+        ("number", r#"{"value":[1,2,3]}"#, b"1 2", None, 'X'),
+        ("number", r#"{"value":[1,2]}"#, b"1 2 3", None, 'X'),
+        ("number", r#"{"value":-1.5e3}"#, b"x=-1500", None, 'M'),
+        ("number", r#"{"value":7}"#, b"\xff7\xfe", None, 'M'),
+        ("number", r#"{"value":7}"#, b"no numbers", None, 'X'),
+        // Truncated: a complete wrong number is a proven mismatch.
+        ("number", r#"{"value":[1,2]}"#, b"5 ", Some(100), 'X'),
+        ("number", r#"{"value":[1]}"#, b"1 2 ", Some(100), 'X'),
+        // The last token may continue (12 -> 123): undetermined.
+        ("number", r#"{"value":123}"#, b"12", Some(3), 'U'),
+        ("number", r#"{"value":[1,2]}"#, b"1 ", Some(100), 'U'),
+    ]);
+}
+
+#[test]
+fn lines_truth_table() {
+    check(&[
+        ("lines", r#"{"value":"a\nb\n"}"#, b"a\nb\n", None, 'M'),
+        (
+            "lines",
+            r#"{"value":"a\nb"}"#,
+            b"a  \r\nb\r\n\n\n",
+            None,
+            'M',
+        ),
+        ("lines", r#"{"value":["a","b"]}"#, b"a\nb", None, 'M'),
+        ("lines", r#"{"value":["a","b"]}"#, b"b\na", None, 'X'),
+        (
+            "lines",
+            r#"{"value":["a","b"],"unordered":true}"#,
+            b"b\na\n",
+            None,
+            'M',
+        ),
+        (
+            "lines",
+            r#"{"value":["a","a","b"],"unordered":true}"#,
+            b"a\nb\nb\n",
+            None,
+            'X',
+        ),
+        ("lines", r#"{"value":["a","b"]}"#, b"a\nb\nc", None, 'X'),
+        ("lines", r#"{"value":["a"]}"#, b"\xff\n", None, 'X'),
+        // Truncated: a complete line that differs proves a mismatch.
+        (
+            "lines",
+            r#"{"value":["a","b"]}"#,
+            b"a\nx\nb",
+            Some(100),
+            'X',
+        ),
+        ("lines", r#"{"value":["a"]}"#, b"a\nextra\n", Some(100), 'X'),
+        (
+            "lines",
+            r#"{"value":["a","b"],"unordered":true}"#,
+            b"c\n",
+            Some(100),
+            'X',
+        ),
+        // The partial last line proves nothing.
+        ("lines", r#"{"value":["a","b"]}"#, b"a\nzz", Some(100), 'U'),
+        ("lines", r#"{"value":["a","b"]}"#, b"a\n", Some(4), 'U'),
+    ]);
+}
+
+#[test]
+fn validate_refuses_unknown_and_bad_params() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("equals", r#"{"value":"9","colour":"red"}"#, "colour"),
+        ("equals", r#"{"valeu":"9"}"#, "valeu"),
+        ("equals", r#"{}"#, "value"),
+        ("equals", r#"{"value":9}"#, "string"),
+        ("equals", r#"{"value":"9","trim":"yes"}"#, "trim"),
+        ("contains", r#"{"value":""}"#, "empty"),
+        ("regex", r#"{"value":"(unclosed"}"#, "regex"),
+        ("regex", r#"{"value":"a","fullmatch":true}"#, "fullmatch"),
+        ("json", r#"{"value":1,"tolerance":0.1}"#, "tolerance"),
+        (
+            "json",
+            r#"{"value":1,"float_tolerance":-1}"#,
+            "float_tolerance",
+        ),
+        ("number", r#"{"value":"no digits"}"#, "no number"),
+        ("number", r#"{"value":1,"absolute":0.1}"#, "absolute"),
+        ("lines", r#"{"value":["a\nb"]}"#, "newline"),
+        ("lines", r#"{"value":"a","sorted":true}"#, "sorted"),
+        ("equals", "not json", "JSON"),
+        ("equals", r#"["value"]"#, "object"),
+    ];
+    for (name, params, needle) in cases {
+        let err = host()
+            .validate(name, params)
+            .expect_err(&format!("{name} must refuse {params}"));
+        let text = err.to_string();
+        assert!(
+            text.contains(needle) && text.contains(name),
+            "{name} {params}: error {text:?} should mention {needle:?}"
+        );
+        // compare refuses the same parameters as an error, not a verdict.
+        assert!(
+            host()
+                .compare(
+                    name,
+                    params,
+                    &progscore_comparators::ObservedStream::complete(b"9".to_vec())
+                )
+                .is_err(),
+            "{name} compare must refuse {params}"
+        );
+    }
+    for (name, params) in [
+        (
+            "equals",
+            r#"{"value":"9","trim":false,"ignore_case":true,"normalize_newlines":true}"#,
+        ),
+        ("regex", r#"{"value":"^a","full_match":true}"#),
+        ("json", r#"{"value":{"a":[1]},"float_tolerance":0.5}"#),
+        ("number", r#"{"value":[1,2],"abs":0.1,"rel":0.2}"#),
+        ("lines", r#"{"value":"a\nb","unordered":true}"#),
+        ("contains", r#"{"value":"x","ignore_case":true}"#),
+    ] {
+        host()
+            .validate(name, params)
+            .unwrap_or_else(|e| panic!("{name} must accept {params}: {e}"));
+    }
+}
+
+#[test]
+fn reasons_say_what_differs() {
+    let outcome = run("equals", r#"{"value":"9"}"#, b"10\n");
+    let reason = outcome.reason().unwrap_or_default();
+    assert!(
+        reason.contains("\"9\"") && reason.contains("\"10\""),
+        "{reason}"
+    );
+    let outcome = run("json", r#"{"value":{"a":[1,2]}}"#, br#"{"a":[1,3]}"#);
+    assert!(
+        outcome.reason().unwrap_or_default().contains("$.a[1]"),
+        "{outcome:?}"
+    );
+    let outcome = run_truncated("contains", r#"{"value":"ok"}"#, b"abc", 1000);
+    assert!(
+        outcome
+            .reason()
+            .unwrap_or_default()
+            .contains("3 of 1000 bytes"),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn builtins_are_listed_and_unknown_names_refused() {
+    let names = host().names();
+    for name in ["equals", "contains", "regex", "json", "number", "lines"] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    let err = host()
+        .compare(
+            "equal",
+            r#"{"value":"9"}"#,
+            &progscore_comparators::ObservedStream::complete(vec![]),
+        )
+        .expect_err("unknown comparator");
+    let text = err.to_string();
+    assert!(
+        text.contains("\"equal\"") && text.contains("equals"),
+        "{text}"
+    );
+    assert!(host().validate("nope", "{}").is_err());
+}
+
+#[test]
+fn many_threads_share_one_host() {
+    let handles: Vec<_> = (0..16)
+        .map(|i| {
+            std::thread::spawn(move || {
+                for j in 0..20 {
+                    let expected = format!("{}", i * 100 + j);
+                    let params = format!(r#"{{"value":"{expected}"}}"#);
+                    let outcome = run("equals", &params, format!("{expected}\n").as_bytes());
+                    assert_eq!(outcome, ComparisonOutcome::Match);
+                    let outcome = run("equals", &params, b"nope");
+                    assert_eq!(letter(&outcome), 'X');
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().expect("thread");
+    }
+}
+
+#[test]
+fn usable_from_tokio_tasks() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            // Directly on a worker thread (no spawn_blocking): the host must not
+            // need a runtime of its own, nor panic inside one.
+            tasks.push(tokio::spawn(async move {
+                run("regex", r#"{"value":"^\\d+$"}"#, format!("{i}").as_bytes())
+            }));
+        }
+        for task in tasks {
+            assert_eq!(task.await.expect("task"), ComparisonOutcome::Match);
+        }
+    });
+}
