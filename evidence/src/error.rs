@@ -1,0 +1,102 @@
+//! Errors of the evidence store.
+
+use thiserror::Error;
+
+use crate::record::Observation;
+
+/// Why a store operation failed.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// The database file could not be opened or configured.
+    #[error("evidence store {path}: cannot open: {source}")]
+    Open {
+        /// The file (or `:memory:`).
+        path: String,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// The file was written by a newer progscore; reading it could misread
+    /// evidence, so it is refused.
+    #[error(
+        "evidence store {path} has schema version {found}, but this progscore knows versions up to {supported}; use a newer progscore or another database file"
+    )]
+    SchemaTooNew {
+        /// The file.
+        path: String,
+        /// Its version.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+    /// A migration step failed; the file is left at the previous version.
+    #[error("evidence store {path}: migration to schema version {version} failed: {source}")]
+    Migration {
+        /// The file.
+        path: String,
+        /// The version being migrated to.
+        version: i64,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// Any other SQLite failure (busy beyond the timeout, disk full, ...).
+    #[error("evidence store: {context}: {source}")]
+    Sqlite {
+        /// What was being done.
+        context: &'static str,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// An observation with this id is stored with other content. The stored
+    /// one stands; it is returned so the caller can use it instead.
+    #[error("observation {id} is already stored with different content; the stored copy stands")]
+    ObservationConflict {
+        /// The id.
+        id: String,
+        /// The stored observation.
+        stored: Box<Observation>,
+    },
+    /// A stored row does not match its own record hash, or is otherwise
+    /// inconsistent: it was changed outside progscore.
+    #[error(
+        "{what} {id} in the evidence store fails its integrity check ({detail}); it was changed outside progscore and is not used"
+    )]
+    Tampered {
+        /// `observation` or `program`.
+        what: &'static str,
+        /// Its id.
+        id: String,
+        /// What did not match.
+        detail: String,
+    },
+    /// A row could not be decoded (bad JSON, unknown status, ...).
+    #[error("{what} {id} in the evidence store cannot be read: {detail}")]
+    Corrupt {
+        /// What kind of row.
+        what: &'static str,
+        /// Its id.
+        id: String,
+        /// Why.
+        detail: String,
+    },
+    /// A score names an observation that is not stored.
+    #[error("observation {id} is not stored")]
+    ObservationNotStored {
+        /// The id.
+        id: String,
+    },
+    /// A record given to the store is inconsistent in itself.
+    #[error("invalid record: {0}")]
+    InvalidRecord(String),
+    /// A record could not be turned into JSON.
+    #[error("cannot serialize a record: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Another thread panicked while holding the connection.
+    #[error("the evidence store's connection lock was poisoned by a panic in another thread")]
+    Poisoned,
+}
+
+impl StoreError {
+    pub(crate) fn sqlite(context: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
+        move |source| StoreError::Sqlite { context, source }
+    }
+}

@@ -1,0 +1,31 @@
+//! The progscore evidence store.
+//!
+//! One SQLite file (or `:memory:`) holds what progscore saw and what it
+//! concluded:
+//! - **programs**, content-addressed by sha256;
+//! - **observations**: one [`Observation`] per sandbox run, immutable (triggers
+//!   refuse `UPDATE` and `DELETE`), each carrying a hash of its own record so
+//!   a row changed behind progscore's back is detected when read;
+//! - **scores**: one [`ScoreRecord`] per verdict, append-only;
+//! - **links** from each score to the observations it used.
+//!
+//! An observation and its first score are written in one `BEGIN IMMEDIATE`
+//! transaction ([`EvidenceStore::record_observation_with_score`]), so a score
+//! never points at evidence that was not kept, and evidence is never kept
+//! without the score that caused it. The schema is versioned through
+//! `PRAGMA user_version` and migrated forward on open; a file from a newer
+//! progscore is refused rather than guessed at.
+
+mod error;
+mod record;
+mod schema;
+mod store;
+
+pub use error::StoreError;
+pub use record::{
+    Observation, ObservationSummary, ScoreOrigin, ScoreRecord, ScoreStatus, StoredScore,
+};
+pub use schema::{MIGRATIONS, SCHEMA_VERSION};
+pub use store::{
+    EvidenceStore, ObservationFilter, RecordOutcome, ScoreFilter, StoreCounts, now_rfc3339,
+};

@@ -1,0 +1,80 @@
+//! Versioned schema migrations, tracked in `PRAGMA user_version`.
+
+/// Migration `i` brings the schema from version `i` to version `i + 1`.
+/// Never edit a released step: add a new one.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: the tables, and triggers that keep evidence immutable.
+    r#"
+    CREATE TABLE programs (
+        sha256      TEXT PRIMARY KEY NOT NULL CHECK (length(sha256) = 64),
+        content     BLOB NOT NULL,
+        size        INTEGER NOT NULL,
+        created_at  TEXT NOT NULL
+    );
+    CREATE TRIGGER programs_no_update BEFORE UPDATE ON programs
+        BEGIN SELECT RAISE(ABORT, 'programs are content-addressed and immutable'); END;
+    CREATE TRIGGER programs_no_delete BEFORE DELETE ON programs
+        BEGIN SELECT RAISE(ABORT, 'programs are content-addressed and immutable'); END;
+
+    CREATE TABLE observations (
+        id                          TEXT PRIMARY KEY NOT NULL,
+        attempt_key                 TEXT NOT NULL,
+        source                      TEXT NOT NULL,
+        profile                     TEXT NOT NULL,
+        profile_fingerprint         TEXT NOT NULL,
+        profile_fingerprint_sha256  TEXT NOT NULL,
+        program_sha256              TEXT NOT NULL,
+        invocations                 TEXT NOT NULL,
+        run                         TEXT NOT NULL,
+        created_at                  TEXT NOT NULL,
+        record_sha256               TEXT NOT NULL
+    );
+    CREATE TRIGGER observations_no_update BEFORE UPDATE ON observations
+        BEGIN SELECT RAISE(ABORT, 'observations are immutable evidence'); END;
+    CREATE TRIGGER observations_no_delete BEFORE DELETE ON observations
+        BEGIN SELECT RAISE(ABORT, 'observations are immutable evidence'); END;
+
+    CREATE TABLE scores (
+        id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+        item_id             TEXT,
+        origin              TEXT NOT NULL CHECK (origin IN ('execute', 'replay', 'rescore')),
+        program_sha256      TEXT NOT NULL,
+        profile             TEXT NOT NULL,
+        expectation         TEXT NOT NULL,
+        expectation_sha256  TEXT NOT NULL,
+        status              TEXT NOT NULL CHECK (status IN ('complete', 'undetermined')),
+        value               INTEGER CHECK (
+            (status = 'complete' AND value IN (0, 1))
+            OR (status = 'undetermined' AND value IS NULL)),
+        rationale           TEXT NOT NULL,
+        reason              TEXT,
+        cases               TEXT NOT NULL,
+        created_at          TEXT NOT NULL
+    );
+    CREATE TRIGGER scores_no_update BEFORE UPDATE ON scores
+        BEGIN SELECT RAISE(ABORT, 'scores are append-only'); END;
+    CREATE TRIGGER scores_no_delete BEFORE DELETE ON scores
+        BEGIN SELECT RAISE(ABORT, 'scores are append-only'); END;
+
+    CREATE TABLE score_observations (
+        score_id        INTEGER NOT NULL REFERENCES scores(id),
+        position        INTEGER NOT NULL,
+        observation_id  TEXT NOT NULL REFERENCES observations(id),
+        PRIMARY KEY (score_id, position)
+    );
+    CREATE TRIGGER score_observations_no_update BEFORE UPDATE ON score_observations
+        BEGIN SELECT RAISE(ABORT, 'score links are append-only'); END;
+    CREATE TRIGGER score_observations_no_delete BEFORE DELETE ON score_observations
+        BEGIN SELECT RAISE(ABORT, 'score links are append-only'); END;
+    "#,
+    // 2: indexes for the lookups the CLI makes (attempt, program, item, links).
+    r#"
+    CREATE INDEX observations_by_attempt ON observations(attempt_key);
+    CREATE INDEX observations_by_program ON observations(program_sha256);
+    CREATE INDEX scores_by_item ON scores(item_id, id);
+    CREATE INDEX score_observations_by_observation ON score_observations(observation_id);
+    "#,
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

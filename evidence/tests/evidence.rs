@@ -1,0 +1,337 @@
+//! The evidence store: schema, immutability, transactions, integrity, listing.
+
+use progscore_evidence::{
+    EvidenceStore, MIGRATIONS, Observation, ObservationFilter, RecordOutcome, SCHEMA_VERSION,
+    ScoreFilter, ScoreOrigin, ScoreRecord, ScoreStatus, StoreError,
+};
+use progscore_sandbox::fake::exited_event;
+use progscore_sandbox::{Invocation, ProgramRun, sha256_hex};
+use rusqlite::Connection;
+
+const PROGRAM: &[u8] = b"import sys\nprint(int(sys.argv[1]) ** 2)\n";
+
+fn observation(id: &str, stdout: &str) -> Observation {
+    let program_sha256 = sha256_hex(PROGRAM);
+    Observation {
+        id: id.to_string(),
+        attempt_key: "a".repeat(64),
+        source: "program_execution/v1".into(),
+        profile: "python".into(),
+        profile_fingerprint: serde_json::json!({"backend": "docker", "limits": {"cpus": 0.5}}),
+        program_sha256: program_sha256.clone(),
+        invocations: vec![Invocation::with_args(["3"])],
+        run: ProgramRun {
+            profile: "python".into(),
+            program_sha256,
+            events: vec![exited_event(0, stdout.as_bytes(), b"")],
+            sandbox_warnings: Vec::new(),
+        },
+        created_at: "2026-01-01T00:00:00.000Z".into(),
+    }
+}
+
+fn score(item: Option<&str>, observation_ids: &[&str], value: Option<bool>) -> ScoreRecord {
+    ScoreRecord {
+        item_id: item.map(str::to_string),
+        origin: ScoreOrigin::Execute,
+        program_sha256: sha256_hex(PROGRAM),
+        profile: "python".into(),
+        expectation: serde_json::json!({"conditions": []}),
+        expectation_sha256: "e".repeat(64),
+        status: if value.is_some() {
+            ScoreStatus::Complete
+        } else {
+            ScoreStatus::Undetermined
+        },
+        value,
+        rationale: "r".into(),
+        reason: value.is_none().then(|| "why".to_string()),
+        cases: serde_json::json!([]),
+        observation_ids: observation_ids.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+#[test]
+fn a_new_store_is_at_the_current_version_in_wal_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("evidence.db");
+    let store = EvidenceStore::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    drop(store);
+    let conn = Connection::open(&path).unwrap();
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let memory = EvidenceStore::open_in_memory().unwrap();
+    assert_eq!(memory.schema_version().unwrap(), SCHEMA_VERSION);
+}
+
+#[test]
+fn a_newer_schema_is_refused_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.db");
+    Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 7)
+        .unwrap();
+    let err = match EvidenceStore::open(&path) {
+        Err(err) => err,
+        Ok(_) => panic!("a newer schema was accepted"),
+    };
+    assert!(matches!(err, StoreError::SchemaTooNew { .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains("future.db") && message.contains("newer progscore"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_older_schema_is_migrated_keeping_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        conn.execute(
+            "INSERT INTO programs (sha256, content, size, created_at) VALUES (?1, ?2, ?3, 'then')",
+            rusqlite::params![sha256_hex(PROGRAM), PROGRAM, PROGRAM.len() as i64],
+        )
+        .unwrap();
+    }
+    let store = EvidenceStore::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(
+        store.program(&sha256_hex(PROGRAM)).unwrap().as_deref(),
+        Some(PROGRAM)
+    );
+    drop(store);
+    let conn = Connection::open(&path).unwrap();
+    let indexes: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'scores_by_item'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexes, 1);
+}
+
+#[test]
+fn an_observation_and_its_first_score_commit_together_and_identical_copies_link() {
+    let store = EvidenceStore::open_in_memory().unwrap();
+    let obs = observation("obs-1", "9\n");
+    let (first, outcome) = store
+        .record_observation_with_score(
+            Some(PROGRAM),
+            &obs,
+            &score(Some("a"), &["obs-1"], Some(true)),
+        )
+        .unwrap();
+    assert_eq!(outcome, RecordOutcome::Inserted);
+    assert_eq!(store.observation("obs-1").unwrap().as_ref(), Some(&obs));
+    assert_eq!(
+        store.program(&obs.program_sha256).unwrap().as_deref(),
+        Some(PROGRAM)
+    );
+    let (second, outcome) = store
+        .record_observation_with_score(None, &obs, &score(Some("b"), &["obs-1"], Some(true)))
+        .unwrap();
+    assert_eq!(outcome, RecordOutcome::Linked);
+    assert!(second > first);
+    let counts = store.counts().unwrap();
+    assert_eq!(
+        (
+            counts.programs,
+            counts.observations,
+            counts.scores,
+            counts.links
+        ),
+        (1, 1, 2, 2)
+    );
+    let listed = store
+        .list_observations(&ObservationFilter::default())
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].scores, 2);
+    assert_eq!(listed[0].outcomes, vec!["exited".to_string()]);
+}
+
+#[test]
+fn a_different_observation_under_a_stored_id_is_refused_and_nothing_is_written() {
+    let store = EvidenceStore::open_in_memory().unwrap();
+    let obs = observation("obs-1", "9\n");
+    store
+        .record_observation_with_score(None, &obs, &score(None, &["obs-1"], Some(true)))
+        .unwrap();
+    let before = store.counts().unwrap();
+    let other = observation("obs-1", "8\n");
+    let err = store
+        .record_observation_with_score(Some(PROGRAM), &other, &score(None, &["obs-1"], Some(false)))
+        .unwrap_err();
+    match err {
+        StoreError::ObservationConflict { id, stored } => {
+            assert_eq!(id, "obs-1");
+            assert_eq!(*stored, obs);
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(
+        store.counts().unwrap(),
+        before,
+        "the refused write left rows behind"
+    );
+}
+
+#[test]
+fn observations_scores_and_links_are_immutable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("e.db");
+    let store = EvidenceStore::open(&path).unwrap();
+    store
+        .record_observation_with_score(
+            Some(PROGRAM),
+            &observation("obs-1", "9\n"),
+            &score(None, &["obs-1"], Some(true)),
+        )
+        .unwrap();
+    let conn = Connection::open(&path).unwrap();
+    for statement in [
+        "UPDATE observations SET run = '{}'",
+        "DELETE FROM observations",
+        "UPDATE scores SET value = 0",
+        "DELETE FROM scores",
+        "DELETE FROM score_observations",
+        "UPDATE programs SET content = x'00'",
+        "DELETE FROM programs",
+    ] {
+        let err = conn.execute(statement, []).unwrap_err();
+        assert!(
+            err.to_string().contains("immutable") || err.to_string().contains("append-only"),
+            "{statement}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_row_changed_behind_the_store_is_detected_as_tampered() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("e.db");
+    let store = EvidenceStore::open(&path).unwrap();
+    store
+        .record_observation_with_score(
+            None,
+            &observation("obs-1", "9\n"),
+            &score(None, &["obs-1"], Some(true)),
+        )
+        .unwrap();
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER observations_no_update;
+         UPDATE observations SET run = replace(run, '9\\n', '8\\n');",
+    )
+    .unwrap();
+    let err = store.observation("obs-1").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Tampered {
+                what: "observation",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn scores_must_be_consistent_and_link_stored_observations() {
+    let store = EvidenceStore::open_in_memory().unwrap();
+    let mut bad = score(None, &[], Some(true));
+    bad.status = ScoreStatus::Undetermined;
+    assert!(matches!(
+        store.record_score(&bad),
+        Err(StoreError::InvalidRecord(_))
+    ));
+    assert!(matches!(
+        store.record_score(&score(None, &["obs-missing"], None)),
+        Err(StoreError::ObservationNotStored { .. })
+    ));
+    // A score with no evidence at all (a rescore without stored evidence) is fine.
+    store.record_score(&score(Some("x"), &[], None)).unwrap();
+}
+
+#[test]
+fn latest_score_per_item_and_listing_filters() {
+    let store = EvidenceStore::open_in_memory().unwrap();
+    store
+        .record_observation_with_score(
+            Some(PROGRAM),
+            &observation("obs-1", "9\n"),
+            &score(Some("square-3"), &["obs-1"], Some(true)),
+        )
+        .unwrap();
+    store
+        .record_score(&score(Some("other"), &["obs-1"], None))
+        .unwrap();
+    let last = store
+        .record_score(&score(Some("square-3"), &["obs-1"], Some(false)))
+        .unwrap();
+    let latest = store.latest_score_for_item("square-3").unwrap().unwrap();
+    assert_eq!(latest.id, last);
+    assert_eq!(latest.record.value, Some(false));
+    assert_eq!(latest.record.observation_ids, vec!["obs-1".to_string()]);
+    assert!(store.latest_score_for_item("nobody").unwrap().is_none());
+    let of_item = store
+        .list_scores(&ScoreFilter {
+            item_id: Some("square-3".into()),
+            ..ScoreFilter::default()
+        })
+        .unwrap();
+    assert_eq!(of_item.len(), 2);
+    assert!(of_item[0].id > of_item[1].id, "newest first");
+    let undetermined = store
+        .list_scores(&ScoreFilter {
+            status: Some(ScoreStatus::Undetermined),
+            ..ScoreFilter::default()
+        })
+        .unwrap();
+    assert_eq!(undetermined.len(), 1);
+    let linked = store
+        .list_scores(&ScoreFilter {
+            observation_id: Some("obs-1".into()),
+            limit: Some(2),
+            ..ScoreFilter::default()
+        })
+        .unwrap();
+    assert_eq!(linked.len(), 2);
+    assert_eq!(store.score(last).unwrap().unwrap(), latest);
+}
+
+#[test]
+fn programs_are_content_addressed() {
+    let store = EvidenceStore::open_in_memory().unwrap();
+    let id = store.put_program(PROGRAM).unwrap();
+    assert_eq!(id, sha256_hex(PROGRAM));
+    assert_eq!(store.put_program(PROGRAM).unwrap(), id);
+    assert_eq!(store.counts().unwrap().programs, 1);
+    assert!(store.program(&"0".repeat(64)).unwrap().is_none());
+}
+
+#[test]
+fn a_store_is_shared_by_two_connections_to_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("e.db");
+    let a = EvidenceStore::open(&path).unwrap();
+    let b = EvidenceStore::open(&path).unwrap();
+    let obs = observation("obs-1", "9\n");
+    a.record_observation_with_score(None, &obs, &score(None, &["obs-1"], Some(true)))
+        .unwrap();
+    let (_, outcome) = b
+        .record_observation_with_score(None, &obs, &score(None, &["obs-1"], Some(true)))
+        .unwrap();
+    assert_eq!(outcome, RecordOutcome::Linked);
+    assert_eq!(a.counts().unwrap().links, 2);
+}

@@ -1,0 +1,143 @@
+//! Attempt keys and the observation ids derived from them.
+//!
+//! An attempt is everything that decides what a run can show: which source
+//! made the evidence, the program's bytes, the profile (name and full
+//! fingerprint: artifact, command, runtime, limits) and the ordered
+//! invocations. Expected results are not part of it, so changing an
+//! expectation reuses the evidence, while changing anything that could change
+//! the program's behaviour does not.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use progscore_sandbox::{Invocation, RuntimeProfile, canonical_json, sha256_hex};
+use serde::Serialize;
+
+/// The identity of the program-execution evidence source, part of every
+/// attempt key; bump the version if what a run records changes meaning.
+pub const SOURCE_IDENTITY: &str = "program_execution/v1";
+
+/// One attempt: what will run, and its key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    /// sha256 of the canonical attempt.
+    pub key: String,
+    /// The profile's name.
+    pub profile: String,
+    /// The profile's full fingerprint.
+    pub profile_fingerprint: serde_json::Value,
+    /// sha256 of the program's bytes.
+    pub program_sha256: String,
+    /// The invocations, in order.
+    pub invocations: Vec<Invocation>,
+}
+
+#[derive(Serialize)]
+struct AttemptIdentity<'a> {
+    source: &'a str,
+    program_sha256: &'a str,
+    profile: ProfileIdentity<'a>,
+    invocations: &'a [Invocation],
+}
+
+#[derive(Serialize)]
+struct ProfileIdentity<'a> {
+    name: &'a str,
+    fingerprint: &'a serde_json::Value,
+}
+
+impl Attempt {
+    /// The attempt of running `program_sha256` under `profile` for `invocations`.
+    pub fn new(
+        profile: &RuntimeProfile,
+        program_sha256: &str,
+        invocations: Vec<Invocation>,
+    ) -> Result<Attempt, serde_json::Error> {
+        Attempt::from_parts(
+            &profile.name,
+            profile.fingerprint_json(),
+            program_sha256,
+            invocations,
+        )
+    }
+
+    /// The attempt from its parts (as an observation records them).
+    pub fn from_parts(
+        profile: &str,
+        profile_fingerprint: serde_json::Value,
+        program_sha256: &str,
+        invocations: Vec<Invocation>,
+    ) -> Result<Attempt, serde_json::Error> {
+        let key = attempt_key(profile, &profile_fingerprint, program_sha256, &invocations)?;
+        Ok(Attempt {
+            key,
+            profile: profile.to_string(),
+            profile_fingerprint,
+            program_sha256: program_sha256.to_string(),
+            invocations,
+        })
+    }
+
+    /// The id a clean run of this attempt is stored under.
+    pub fn observation_id(&self) -> String {
+        observation_id(&self.key)
+    }
+
+    /// A new id for a run of this attempt that must not be reused as its
+    /// evidence (a sandbox fault, a forced fresh run).
+    pub fn fresh_observation_id(&self) -> String {
+        fresh_observation_id(&self.key)
+    }
+}
+
+/// sha256 of the canonical JSON of (source, program, profile name and
+/// fingerprint, ordered invocations).
+pub fn attempt_key(
+    profile: &str,
+    profile_fingerprint: &serde_json::Value,
+    program_sha256: &str,
+    invocations: &[Invocation],
+) -> Result<String, serde_json::Error> {
+    let identity = AttemptIdentity {
+        source: SOURCE_IDENTITY,
+        program_sha256,
+        profile: ProfileIdentity {
+            name: profile,
+            fingerprint: profile_fingerprint,
+        },
+        invocations,
+    };
+    Ok(sha256_hex(canonical_json(&identity)?.as_bytes()))
+}
+
+/// `obs-` and the first 128 bits of the attempt key.
+pub fn observation_id(attempt_key: &str) -> String {
+    format!("obs-{}", &attempt_key[..attempt_key.len().min(32)])
+}
+
+/// The attempt's id with a unique suffix. Uniqueness (not secrecy) is what
+/// matters: time, process and a counter are hashed, and the store refuses
+/// a clash anyway.
+pub fn fresh_observation_id(attempt_key: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nonce =
+        sha256_hex(format!("{attempt_key}/{nanos}/{}/{count}", std::process::id()).as_bytes());
+    format!("{}-{}", observation_id(attempt_key), &nonce[..16])
+}
+
+/// Whether `id` is an id of the attempt `attempt_key` (derived or fresh).
+pub fn belongs_to_attempt(id: &str, attempt_key: &str) -> bool {
+    let derived = observation_id(attempt_key);
+    id == derived
+        || id
+            .strip_prefix(&derived)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|suffix| {
+                suffix.len() == 16 && suffix.bytes().all(|b| b.is_ascii_hexdigit())
+            })
+}

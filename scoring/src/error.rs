@@ -1,0 +1,111 @@
+//! Errors of scoring: refusals before anything runs, replay refusals, and
+//! faults of the store. None of them is a verdict.
+
+use progscore_evidence::StoreError;
+use thiserror::Error;
+
+use crate::comparator::ComparatorRefusal;
+
+/// Why a score could not be made.
+#[derive(Debug, Error)]
+pub enum ScoringError {
+    /// The expectation is invalid; nothing ran.
+    #[error("invalid expectation: {0}")]
+    Expectation(#[from] ExpectationError),
+    /// A program named by its stored id is not in the store.
+    #[error("program {sha256} is not stored")]
+    ProgramNotStored {
+        /// The id asked for.
+        sha256: String,
+    },
+    /// A replay was refused; nothing was written.
+    #[error("replay refused: {0}")]
+    Replay(#[from] ReplayRefusal),
+    /// The evidence store failed (or holds a tampered row).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Every caller cancelled; the run was stopped and cleaned up.
+    #[error("cancelled")]
+    Cancelled,
+    /// The run ended without a result (the backend's task panicked).
+    #[error("the sandbox run ended without a result: {0}")]
+    RunLost(String),
+    /// A record could not be encoded as JSON.
+    #[error("cannot encode a record: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// Why an expectation was refused before anything ran.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ExpectationError {
+    /// There must be exactly one `program_behaves` condition.
+    #[error("an expectation needs exactly one condition (`program_behaves`), found {found}")]
+    ConditionCount {
+        /// How many there were.
+        found: usize,
+    },
+    /// A `program_behaves` condition with no cases would prove nothing.
+    #[error("`program_behaves` has no cases")]
+    NoCases,
+    /// The profile is not configured.
+    #[error("unknown profile `{name}`; configured profiles: {known}")]
+    UnknownProfile {
+        /// The name asked for.
+        name: String,
+        /// Comma-separated configured names.
+        known: String,
+    },
+    /// A comparator condition was refused.
+    #[error("case {case} {stream}: {refusal}")]
+    Comparator {
+        /// The case's index.
+        case: usize,
+        /// `stdout` or `stderr`.
+        stream: &'static str,
+        /// Why.
+        refusal: ComparatorRefusal,
+    },
+}
+
+/// Why a replay was refused. Nothing is written in any of these cases.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ReplayRefusal {
+    /// No observation with this id is stored.
+    #[error("observation {id} is not stored")]
+    NotStored {
+        /// The id.
+        id: String,
+    },
+    /// The observation given differs from the stored copy.
+    #[error("observation {id} differs from the stored copy")]
+    Differs {
+        /// The id.
+        id: String,
+    },
+    /// The stored copy fails its integrity checks.
+    #[error("observation {id} is tampered: {detail}")]
+    Tampered {
+        /// The id.
+        id: String,
+        /// What did not match.
+        detail: String,
+    },
+    /// The expectation names another profile than the one that ran.
+    #[error("observation {id} ran under profile `{stored}`, the expectation names `{expected}`")]
+    OtherProfile {
+        /// The id.
+        id: String,
+        /// The profile that ran.
+        stored: String,
+        /// The profile the expectation names.
+        expected: String,
+    },
+    /// The expectation's invocations are not the ones that ran.
+    #[error("observation {id} ran other invocations than the expectation's: {detail}")]
+    OtherInvocations {
+        /// The id.
+        id: String,
+        /// How they differ.
+        detail: String,
+    },
+}

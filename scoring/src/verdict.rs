@@ -1,0 +1,217 @@
+//! Verdict rules: from one run's events and the expected results to a value
+//! (or none) and a stable rationale.
+//!
+//! A case fails on a proven difference (comparator mismatch, unexpected exit
+//! code, timeout, memory kill); it is undetermined when the evidence cannot
+//! decide (sandbox error, not run, a comparator that cannot answer); the
+//! score is `false` as soon as one case fails, `true` only when all match,
+//! and undetermined otherwise.
+
+use progscore_evidence::ScoreStatus;
+use progscore_sandbox::{InvocationEvent, Outcome};
+use serde::{Deserialize, Serialize};
+
+use crate::comparator::{ComparatorVerdict, OutputComparator};
+use crate::expectation::{ProgramCase, TextCondition};
+
+/// The verdict on a set of cases.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// Complete or undetermined.
+    pub status: ScoreStatus,
+    /// `Some` exactly when complete.
+    pub value: Option<bool>,
+    /// The stable sentence.
+    pub rationale: String,
+    /// For an undetermined verdict, why.
+    pub reason: Option<String>,
+    /// One report per case.
+    pub cases: Vec<CaseReport>,
+}
+
+/// What happened in one case, as reported in results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseReport {
+    /// `exited`, `timed_out`, `memory_limit`, `sandbox_error`, `not_run`.
+    pub outcome: String,
+    /// The exit code, when the program exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// `true` matched, `false` failed, `null` undetermined.
+    pub matched: Option<bool>,
+    /// Wall time of the invocation.
+    pub duration_ms: u64,
+    /// Why it failed or is undetermined (comparator reasons included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// One case's result before it is folded into the verdict.
+enum CaseResult {
+    Matched,
+    /// The clause for the rationale, and the comparator's detail if any.
+    Failed(String, Option<String>),
+    Undetermined(String),
+}
+
+/// Applies the verdict rules to `events` (one per case, in order).
+///
+/// The caller guarantees `events.len() == cases.len()` (replay and the
+/// source check it); a missing event is treated as not run, never as a pass.
+pub fn evaluate(
+    profile: &str,
+    cases: &[ProgramCase],
+    events: &[InvocationEvent],
+    comparators: &dyn OutputComparator,
+) -> Verdict {
+    let mut reports = Vec::with_capacity(cases.len());
+    let mut first_failure = None;
+    let mut first_undetermined = None;
+    for (index, case) in cases.iter().enumerate() {
+        let Some(event) = events.get(index) else {
+            let clause = format!("case {index} was not run: no event was recorded for it");
+            reports.push(CaseReport {
+                outcome: "not_run".into(),
+                exit_code: None,
+                matched: None,
+                duration_ms: 0,
+                detail: Some(clause.clone()),
+            });
+            first_undetermined.get_or_insert(clause);
+            continue;
+        };
+        let (matched, detail) = match evaluate_case(index, case, event, comparators) {
+            CaseResult::Matched => (Some(true), None),
+            CaseResult::Failed(clause, detail) => {
+                let shown = match &detail {
+                    Some(detail) => format!("{clause}: {detail}"),
+                    None => clause.clone(),
+                };
+                first_failure.get_or_insert(clause);
+                (Some(false), Some(shown))
+            }
+            CaseResult::Undetermined(clause) => {
+                first_undetermined.get_or_insert(clause.clone());
+                (None, Some(clause))
+            }
+        };
+        reports.push(CaseReport {
+            outcome: event.outcome.kind().to_string(),
+            exit_code: match event.outcome {
+                Outcome::Exited { exit_code } => Some(exit_code),
+                _ => None,
+            },
+            matched,
+            duration_ms: event.duration_ms,
+            detail,
+        });
+    }
+    if let Some(clause) = first_failure {
+        return Verdict {
+            status: ScoreStatus::Complete,
+            value: Some(false),
+            rationale: format!(
+                "The program did not produce the expected result under {profile}: {clause}."
+            ),
+            reason: None,
+            cases: reports,
+        };
+    }
+    if let Some(clause) = first_undetermined {
+        return Verdict {
+            status: ScoreStatus::Undetermined,
+            value: None,
+            rationale: format!("The result under {profile} is undetermined: {clause}."),
+            reason: Some(clause),
+            cases: reports,
+        };
+    }
+    Verdict {
+        status: ScoreStatus::Complete,
+        value: Some(true),
+        rationale: format!(
+            "All {} case(s) produced the expected result under {profile}.",
+            cases.len()
+        ),
+        reason: None,
+        cases: reports,
+    }
+}
+
+/// A verdict when there is no evidence at all (rescore of an unseen attempt).
+pub fn no_evidence(profile: &str, cases: usize) -> Verdict {
+    let clause = "no stored evidence".to_string();
+    Verdict {
+        status: ScoreStatus::Undetermined,
+        value: None,
+        rationale: format!("The result under {profile} is undetermined: {clause}."),
+        reason: Some(clause.clone()),
+        cases: (0..cases)
+            .map(|_| CaseReport {
+                outcome: "not_run".into(),
+                exit_code: None,
+                matched: None,
+                duration_ms: 0,
+                detail: Some(clause.clone()),
+            })
+            .collect(),
+    }
+}
+
+fn evaluate_case(
+    index: usize,
+    case: &ProgramCase,
+    event: &InvocationEvent,
+    comparators: &dyn OutputComparator,
+) -> CaseResult {
+    let expected_code = case.expected.exit_code;
+    match &event.outcome {
+        Outcome::SandboxError { message } => {
+            return CaseResult::Undetermined(format!(
+                "case {index} hit a sandbox error: {message}"
+            ));
+        }
+        Outcome::NotRun { reason } => {
+            return CaseResult::Undetermined(format!("case {index} was not run: {reason}"));
+        }
+        Outcome::TimedOut => return CaseResult::Failed(format!("case {index} timed out"), None),
+        Outcome::MemoryLimit => {
+            return CaseResult::Failed(format!("case {index} exceeded its memory limit"), None);
+        }
+        Outcome::Exited { exit_code } if *exit_code != expected_code => {
+            return CaseResult::Failed(
+                format!("case {index} exited with code {exit_code}, expected {expected_code}"),
+                None,
+            );
+        }
+        Outcome::Exited { .. } => {}
+    }
+    let mut undetermined = None;
+    let streams = [
+        (&case.expected.stdout, &event.stdout, "output"),
+        (&case.expected.stderr, &event.stderr, "error output"),
+    ];
+    for (condition, observed, name) in streams {
+        let Some(TextCondition { comparator, params }) = condition else {
+            continue;
+        };
+        match comparators.compare(comparator, params, observed) {
+            ComparatorVerdict::Match => {}
+            ComparatorVerdict::Mismatch(detail) => {
+                return CaseResult::Failed(
+                    format!("case {index} {name} did not match"),
+                    Some(detail),
+                );
+            }
+            ComparatorVerdict::Undetermined(reason) => {
+                undetermined.get_or_insert(format!(
+                    "case {index} {name} could not be checked: {reason}"
+                ));
+            }
+        }
+    }
+    match undetermined {
+        Some(clause) => CaseResult::Undetermined(clause),
+        None => CaseResult::Matched,
+    }
+}
