@@ -233,6 +233,11 @@ pids = 64
 timeout = "10s"
 output = "64KiB"
 EOF
+    # The daemonless WASI profile, pinned by scripts/setup-wasi.sh.
+    if [ -s "$CACHE_DIR/wasi-profile.toml" ]; then
+        printf '\n' >> "$tmp"
+        cat "$CACHE_DIR/wasi-profile.toml" >> "$tmp"
+    fi
     mv "$tmp" "$CONFIG_OUT"
     log "wrote $CONFIG_OUT (python image ${digest})"
 }
@@ -247,6 +252,7 @@ main() {
     start_registry
     ensure_image
     ensure_fixture_images
+    PROGSCORE_CACHE_DIR="$CACHE_DIR" bash "$REPO_ROOT/scripts/setup-wasi.sh"
     write_config
     log "ready"
 }

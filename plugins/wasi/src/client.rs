@@ -1,0 +1,541 @@
+//! [`WasiClient`]: the [`SandboxClient`] for `backend = "wasi"` profiles.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use progscore_sandbox::{
+    Backend, BoxFuture, Invocation, InvocationEvent, Outcome, ProgramRun, Provenance,
+    RuntimeProfile, SandboxClient, SandboxError, sha256_hex,
+};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::artifact::{self, PreparedRuntime, WASMTIME_VERSION};
+use crate::guest::{
+    GUEST_PROGRAM_PATH, GUEST_SCRATCH_DIR, GuestReply, GuestRequest, GuestRuntime, elapsed_ms,
+};
+use crate::job::Job;
+use crate::worker::{WorkerCommand, WorkerPool};
+
+/// Extra time the parent gives a worker beyond the profile's timeout before it
+/// declares the worker stuck (the worker enforces the deadline itself; this is
+/// only a backstop against a wedged process).
+const WORKER_GRACE: Duration = Duration::from_secs(10);
+/// Stack for threads that run guests in-process. Guests run on wasmtime's fiber
+/// stacks, but the thread also runs the executor and host calls' setup.
+const GUEST_THREAD_STACK: usize = 16 << 20;
+/// Stack for threads that only talk to a worker process.
+const RELAY_THREAD_STACK: usize = 256 << 10;
+
+/// Where guests run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Execution {
+    /// Each invocation on its own thread of this process, at most `parallelism`
+    /// at once. Simplest; slower in parallel (see the crate docs).
+    InProcess {
+        /// Invocations running at once.
+        parallelism: usize,
+    },
+    /// Each invocation in one of `workers` single-threaded worker processes.
+    Workers {
+        /// How to start a worker.
+        command: WorkerCommand,
+        /// Worker processes (and so invocations running at once).
+        workers: usize,
+    },
+}
+
+impl Execution {
+    /// Worker processes, one per available core.
+    pub fn workers(command: WorkerCommand) -> Self {
+        Execution::Workers {
+            command,
+            workers: available_cores(),
+        }
+    }
+
+    fn parallelism(&self) -> usize {
+        match self {
+            Execution::InProcess { parallelism } => *parallelism,
+            Execution::Workers { workers, .. } => *workers,
+        }
+        .max(1)
+    }
+}
+
+/// How a [`WasiClient`] runs guests and where it keeps files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WasiOptions {
+    /// Compiled modules and verified stdlib copies (created 0700). Compiling
+    /// takes about a minute per module; everything after reuses this folder.
+    pub cache_dir: PathBuf,
+    /// Where per-run workspaces (the program, scratch folders) are created.
+    pub workspace_root: PathBuf,
+    /// In-process threads or worker processes.
+    pub execution: Execution,
+}
+
+impl WasiOptions {
+    /// Worker processes started by `command`, one per core; the cache in
+    /// `$XDG_CACHE_HOME/progscore/wasi` (or `~/.cache/progscore/wasi`);
+    /// workspaces in the system's temporary folder.
+    pub fn with_workers(command: WorkerCommand) -> Self {
+        WasiOptions {
+            cache_dir: default_cache_dir(),
+            workspace_root: std::env::temp_dir(),
+            execution: Execution::workers(command),
+        }
+    }
+
+    /// Guests on threads of this process, one at a time per core.
+    pub fn in_process() -> Self {
+        WasiOptions {
+            cache_dir: default_cache_dir(),
+            workspace_root: std::env::temp_dir(),
+            execution: Execution::InProcess {
+                parallelism: available_cores(),
+            },
+        }
+    }
+}
+
+/// Runs `backend = "wasi"` profiles: CPython compiled to WASI, in wasmtime.
+///
+/// Cheap to construct: nothing is read until a profile is first used (or
+/// [`WasiClient::prepare`] is called), when its pinned files are checked and
+/// its module compiled into the cache if needed.
+pub struct WasiClient {
+    profiles: BTreeMap<String, RuntimeProfile>,
+    options: WasiOptions,
+    permits: Arc<Semaphore>,
+    pool: Option<Arc<WorkerPool>>,
+    prepared: tokio::sync::Mutex<HashMap<String, Prepared>>,
+}
+
+/// A profile whose files were checked, with its loaded module when guests run
+/// in this process.
+#[derive(Clone)]
+struct Prepared {
+    runtime: PreparedRuntime,
+    local: Option<Arc<GuestRuntime>>,
+}
+
+impl WasiClient {
+    /// A client for `profiles`. Profiles of other backends are kept only to
+    /// answer [`SandboxError::WrongBackend`] when asked for.
+    pub fn new(profiles: impl IntoIterator<Item = RuntimeProfile>, options: WasiOptions) -> Self {
+        let pool = match &options.execution {
+            Execution::Workers { command, .. } => Some(Arc::new(WorkerPool::new(command.clone()))),
+            Execution::InProcess { .. } => None,
+        };
+        WasiClient {
+            profiles: profiles.into_iter().map(|p| (p.name.clone(), p)).collect(),
+            permits: Arc::new(Semaphore::new(options.execution.parallelism())),
+            options,
+            pool,
+            prepared: tokio::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// How many invocations this client runs at once; callers gain nothing by
+    /// running more programs than this in parallel.
+    pub fn parallelism(&self) -> usize {
+        self.options.execution.parallelism()
+    }
+
+    /// Checks a profile's pinned files and compiles its module into the cache
+    /// if needed (about a minute the first time on a machine). `execute` does
+    /// this on first use; call it to pay the cost up front (`doctor`, benchmarks).
+    pub async fn prepare(&self, profile: &str) -> Result<(), SandboxError> {
+        let profile = self.wasi_profile(profile)?;
+        self.prepared(profile).await.map(|_| ())
+    }
+
+    fn wasi_profile(&self, name: &str) -> Result<&RuntimeProfile, SandboxError> {
+        let profile = self
+            .profiles
+            .get(name)
+            .ok_or_else(|| SandboxError::UnknownProfile {
+                name: name.to_string(),
+                known: self
+                    .profiles()
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        if profile.backend != Backend::Wasi {
+            return Err(SandboxError::WrongBackend {
+                profile: name.to_string(),
+                backend: profile.backend.to_string(),
+            });
+        }
+        Ok(profile)
+    }
+
+    async fn prepared(&self, profile: &RuntimeProfile) -> Result<Prepared, SandboxError> {
+        // Held across preparation so concurrent first uses compile once. If the
+        // caller goes away meanwhile, the blocking task still finishes; it only
+        // writes cache files, atomically.
+        let mut prepared = self.prepared.lock().await;
+        if let Some(done) = prepared.get(&profile.name) {
+            return Ok(done.clone());
+        }
+        let in_process = matches!(self.options.execution, Execution::InProcess { .. });
+        let task_profile = profile.clone();
+        let cache_dir = self.options.cache_dir.clone();
+        let done = tokio::task::spawn_blocking(move || {
+            let runtime = artifact::prepare(&task_profile, &cache_dir)?;
+            let local =
+                if in_process {
+                    let guest = GuestRuntime::load(&runtime.compiled, runtime.fuel_engine)
+                        .map_err(|e| SandboxError::Setup {
+                            message: format!(
+                                "could not load {}: {e:#}",
+                                runtime.compiled.display()
+                            ),
+                        })?;
+                    Some(Arc::new(guest))
+                } else {
+                    None
+                };
+            Ok::<_, SandboxError>(Prepared { runtime, local })
+        })
+        .await
+        .map_err(|e| SandboxError::Setup {
+            message: format!("preparing the WASI runtime failed: {e}"),
+        })??;
+        prepared.insert(profile.name.clone(), done.clone());
+        Ok(done)
+    }
+
+    async fn run(
+        &self,
+        program: &[u8],
+        profile: &RuntimeProfile,
+        invocations: &[Invocation],
+    ) -> Result<ProgramRun, SandboxError> {
+        let prepared = self.prepared(profile).await?;
+        // Declared before any job: dropped after them, so if this future is
+        // dropped, the running job is stopped first and the folders go after.
+        let workspace = Workspace::create(&self.options.workspace_root, program)?;
+        let mut events = Vec::with_capacity(invocations.len());
+        let mut warnings = Vec::new();
+        let mut fault: Option<String> = None;
+        for (index, invocation) in invocations.iter().enumerate() {
+            if let Some(reason) = &fault {
+                events.push(InvocationEvent::not_run(reason.clone()));
+                continue;
+            }
+            let argv: Vec<String> = profile
+                .command
+                .iter()
+                .cloned()
+                .chain([GUEST_PROGRAM_PATH.to_string()])
+                .chain(invocation.args.iter().cloned())
+                .collect();
+            let scratch = if profile.scratch {
+                match workspace.scratch(index) {
+                    Ok(dir) => Some(dir),
+                    Err(e) => {
+                        let message = format!("could not create the scratch folder: {e}");
+                        fault = Some(format!("invocation {index} hit a sandbox error: {message}"));
+                        events.push(sandbox_error_event(message));
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            // Only TMPDIR, and only when there is a /tmp to point at: CPython
+            // needs no environment, and the guest gets nothing of the host's.
+            let env = scratch
+                .as_ref()
+                .map(|_| ("TMPDIR".to_string(), GUEST_SCRATCH_DIR.to_string()))
+                .into_iter()
+                .collect();
+            let request = GuestRequest {
+                compiled: prepared.runtime.compiled.clone(),
+                fuel_engine: prepared.runtime.fuel_engine,
+                argv: argv.clone(),
+                env,
+                stdin: invocation.stdin.clone().unwrap_or_default(),
+                stdlib_dir: prepared.runtime.stdlib_dir.clone(),
+                program_dir: workspace.program_dir(),
+                scratch_dir: scratch.clone(),
+                limits: profile.limits.clone(),
+            };
+            let permit = self
+                .permits
+                .acquire()
+                .await
+                .map_err(|_| SandboxError::Setup {
+                    message: "the client is shutting down".into(),
+                })?;
+            let started = Instant::now();
+            let reply = self.dispatch(request, &prepared).await;
+            let duration_ms = elapsed_ms(started);
+            drop(permit);
+            if let Some(dir) = scratch
+                && let Err(e) = fs::remove_dir_all(&dir)
+            {
+                warnings.push(format!(
+                    "invocation {index}: could not remove the scratch folder {}: {e}",
+                    dir.display()
+                ));
+            }
+            if let Some(note) = reply.note {
+                warnings.push(format!("invocation {index}: {note}"));
+            }
+            if let Outcome::SandboxError { message } = &reply.outcome {
+                fault = Some(format!("invocation {index} hit a sandbox error: {message}"));
+            }
+            events.push(InvocationEvent {
+                outcome: reply.outcome,
+                stdout: reply.stdout,
+                stderr: reply.stderr,
+                duration_ms,
+                provenance: Some(self.provenance(profile, &prepared.runtime, argv)),
+            });
+        }
+        if let Err(e) = workspace.close() {
+            warnings.push(e);
+        }
+        Ok(ProgramRun {
+            profile: profile.name.clone(),
+            program_sha256: sha256_hex(program),
+            events,
+            sandbox_warnings: warnings,
+        })
+    }
+
+    /// Runs one request where guests run, as a [`Job`] that stops if dropped.
+    async fn dispatch(&self, request: GuestRequest, prepared: &Prepared) -> GuestReply {
+        let started = Instant::now();
+        let backstop = request.limits.timeout() + WORKER_GRACE;
+        let job = match (&self.pool, &prepared.local) {
+            (Some(pool), _) => {
+                let pool = Arc::clone(pool);
+                Job::spawn("progscore-wasi-relay", RELAY_THREAD_STACK, move |control| {
+                    relay(&pool, control, &request, started)
+                })
+            }
+            (None, Some(local)) => {
+                let local = Arc::clone(local);
+                Job::spawn("progscore-wasi-guest", GUEST_THREAD_STACK, move |control| {
+                    run_local(&local, control, &request, started)
+                })
+            }
+            (None, None) => {
+                return GuestReply::sandbox_error(
+                    "no loaded runtime for in-process execution",
+                    started,
+                );
+            }
+        };
+        let job = match job {
+            Ok(job) => job,
+            Err(e) => {
+                return GuestReply::sandbox_error(
+                    format!("could not start a thread: {e}"),
+                    started,
+                );
+            }
+        };
+        match tokio::time::timeout(backstop, job.wait()).await {
+            Ok(Some(reply)) => reply,
+            Ok(None) => GuestReply::sandbox_error("the guest thread panicked", started),
+            // The job was dropped with the timeout's future: the guest was
+            // stopped (its worker killed) before this line.
+            Err(_) => GuestReply::sandbox_error(
+                format!("the guest did not finish within {backstop:?} and was stopped"),
+                started,
+            ),
+        }
+    }
+
+    fn provenance(
+        &self,
+        profile: &RuntimeProfile,
+        runtime: &PreparedRuntime,
+        argv: Vec<String>,
+    ) -> Provenance {
+        let placement = match self.options.execution {
+            Execution::InProcess { .. } => "in-process",
+            Execution::Workers { .. } => "worker processes",
+        };
+        Provenance {
+            backend: Backend::Wasi.to_string(),
+            runtime: format!("wasmtime {WASMTIME_VERSION}"),
+            artifact: format!("sha256:{}", runtime.module_sha256),
+            image_id: None,
+            repo_digests: Vec::new(),
+            engine: format!("wasmtime {WASMTIME_VERSION} ({placement})"),
+            command: argv,
+            user: None,
+            container: None,
+            limits: profile.limits.clone(),
+        }
+    }
+}
+
+impl SandboxClient for WasiClient {
+    fn profiles(&self) -> Vec<&RuntimeProfile> {
+        self.profiles
+            .values()
+            .filter(|p| p.backend == Backend::Wasi)
+            .collect()
+    }
+
+    fn execute<'a>(
+        &'a self,
+        program: &'a [u8],
+        profile: &'a str,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        Box::pin(async move {
+            let profile = self.wasi_profile(profile)?;
+            self.run(program, profile, invocations).await
+        })
+    }
+}
+
+/// One invocation in a worker process, from the relay thread.
+fn relay(
+    pool: &WorkerPool,
+    control: &crate::job::Control,
+    request: &GuestRequest,
+    started: Instant,
+) -> GuestReply {
+    let mut worker = match pool.take() {
+        Ok(worker) => worker,
+        Err(e) => {
+            return GuestReply::sandbox_error(format!("could not start a worker: {e}"), started);
+        }
+    };
+    if !control.set_hook(Box::new(worker.killer())) {
+        pool.give_back(worker);
+        return GuestReply::sandbox_error("cancelled", started);
+    }
+    let reply = worker.exchange(request);
+    let cancelled = control.clear_hook();
+    match reply {
+        Ok(reply) if !cancelled => {
+            pool.give_back(worker);
+            reply
+        }
+        Ok(_) => {
+            worker.discard();
+            GuestReply::sandbox_error("cancelled", started)
+        }
+        Err(e) => {
+            worker.discard();
+            let message = if cancelled {
+                "cancelled".to_string()
+            } else {
+                format!("the WASI worker failed: {e}")
+            };
+            GuestReply::sandbox_error(message, started)
+        }
+    }
+}
+
+/// One invocation on this thread of the progscore process.
+fn run_local(
+    local: &GuestRuntime,
+    control: &crate::job::Control,
+    request: &GuestRequest,
+    started: Instant,
+) -> GuestReply {
+    let cancel = CancellationToken::new();
+    let hook = cancel.clone();
+    if !control.set_hook(Box::new(move || hook.cancel())) {
+        return GuestReply::sandbox_error("cancelled", started);
+    }
+    let reply = match tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    {
+        Ok(executor) => executor.block_on(local.run(request, &cancel)),
+        Err(e) => GuestReply::sandbox_error(format!("could not start an executor: {e}"), started),
+    };
+    control.clear_hook();
+    reply
+}
+
+/// A private folder per `execute` call: `program/main.py` and one scratch
+/// folder per invocation. Removed by [`Workspace::close`], or by `Drop` when the
+/// call is cancelled.
+struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn create(root: &Path, program: &[u8]) -> Result<Self, SandboxError> {
+        let setup = |what: &str, e: std::io::Error| SandboxError::Setup {
+            message: format!("could not {what} in {}: {e}", root.display()),
+        };
+        // TempDir folders are 0700: other users cannot read or swap the program.
+        let dir = tempfile::Builder::new()
+            .prefix("progscore-wasi-")
+            .tempdir_in(root)
+            .map_err(|e| setup("create a workspace", e))?;
+        let program_dir = dir.path().join("program");
+        artifact::create_private_dir(&program_dir)
+            .map_err(|e| setup("create the program folder", e))?;
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o444)
+            .open(program_dir.join("main.py"))
+            .map_err(|e| setup("write the program", e))?;
+        file.write_all(program)
+            .map_err(|e| setup("write the program", e))?;
+        Ok(Workspace { dir })
+    }
+
+    fn program_dir(&self) -> PathBuf {
+        self.dir.path().join("program")
+    }
+
+    fn scratch(&self, index: usize) -> std::io::Result<PathBuf> {
+        let dir = self.dir.path().join(format!("scratch-{index}"));
+        artifact::create_private_dir(&dir)?;
+        Ok(dir)
+    }
+
+    fn close(self) -> Result<(), String> {
+        let path = self.dir.path().to_path_buf();
+        self.dir
+            .close()
+            .map_err(|e| format!("could not remove the workspace {}: {e}", path.display()))
+    }
+}
+
+fn sandbox_error_event(message: String) -> InvocationEvent {
+    InvocationEvent {
+        outcome: Outcome::SandboxError { message },
+        stdout: Default::default(),
+        stderr: Default::default(),
+        duration_ms: 0,
+        provenance: None,
+    }
+}
+
+fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn default_cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("progscore").join("wasi")
+}

@@ -1,0 +1,433 @@
+//! One invocation of the CPython reactor: a fresh store and instance, the
+//! program's argv, stdin and preopens, and the limits.
+//!
+//! This is the part that runs wherever guests run: on a thread of the progscore
+//! process, or in a worker process (see [`crate::worker`]). It never touches
+//! the workspace's lifetime: the caller made the folders and removes them.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use progscore_sandbox::{ByteString, CapturedStream, Limits, Outcome};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+use wasmtime::{
+    Config, Engine, InstancePre, Linker, Module, ResourceLimiter, Store, Trap, UpdateDeadline,
+};
+use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::p2::pipe::MemoryInputPipe;
+use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
+
+use crate::capture::CapturePipe;
+
+/// Where the stdlib folder appears in the guest. CPython's WASI build looks for
+/// `/usr/local/lib/python315.zip` (its compiled-in prefix).
+pub const GUEST_STDLIB_DIR: &str = "/usr/local/lib";
+/// The stdlib archive's name inside [`GUEST_STDLIB_DIR`].
+pub const GUEST_STDLIB_NAME: &str = "python315.zip";
+/// The read-only folder holding the program in the guest.
+pub const GUEST_PROGRAM_DIR: &str = "/program";
+/// The program's path in the guest: what follows the profile's `command` in argv.
+pub const GUEST_PROGRAM_PATH: &str = "/program/main.py";
+/// The writable scratch folder in the guest, when the profile asks for one.
+pub const GUEST_SCRATCH_DIR: &str = "/tmp";
+
+/// How often the epoch ticks: the granularity of deadlines and cancellation.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// The deepest guest stack. CPython's WASI build recurses on the wasm stack for
+/// Python calls; wasmtime's 512 KiB default is too small for its recursion limit.
+const MAX_WASM_STACK: usize = 8 << 20;
+/// The fiber stack async calls run on; it must be larger than the wasm stack
+/// plus the host calls made from it.
+const ASYNC_STACK: usize = 16 << 20;
+/// Table elements a guest may grow to. CPython's tables are fixed; this only
+/// stops a hostile module-level grow from eating host memory.
+const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+/// Exit status recorded for a guest that trapped on stack exhaustion, as a
+/// native process killed by SIGSEGV would report it.
+pub(crate) const EXIT_STACK_OVERFLOW: i64 = 128 + 11;
+/// Exit status recorded for any other trap (`abort()`, `unreachable`), as a
+/// native process killed by SIGABRT would report it.
+pub(crate) const EXIT_TRAP: i64 = 128 + 6;
+
+/// Everything one invocation needs, as sent to a worker process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct GuestRequest {
+    /// The precompiled module (see [`crate::artifact`]).
+    pub compiled: PathBuf,
+    /// Whether the module was compiled with fuel metering.
+    pub fuel_engine: bool,
+    /// The guest's argv, exactly.
+    pub argv: Vec<String>,
+    /// The guest's environment, exactly.
+    pub env: Vec<(String, String)>,
+    /// Standard input.
+    pub stdin: ByteString,
+    /// Host folder holding the stdlib archive, preopened read-only.
+    pub stdlib_dir: Option<PathBuf>,
+    /// Host folder holding the program, preopened read-only.
+    pub program_dir: PathBuf,
+    /// Host scratch folder, preopened writable at `/tmp`.
+    pub scratch_dir: Option<PathBuf>,
+    /// The profile's limits.
+    pub limits: Limits,
+}
+
+/// How one invocation ended, as sent back by a worker process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct GuestReply {
+    pub outcome: Outcome,
+    pub stdout: CapturedStream,
+    pub stderr: CapturedStream,
+    pub duration_ms: u64,
+    /// Something the record should show beside the outcome (a trap's message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl GuestReply {
+    pub(crate) fn sandbox_error(message: impl Into<String>, started: Instant) -> Self {
+        GuestReply {
+            outcome: Outcome::SandboxError {
+                message: message.into(),
+            },
+            stdout: CapturedStream::default(),
+            stderr: CapturedStream::default(),
+            duration_ms: elapsed_ms(started),
+            note: None,
+        }
+    }
+}
+
+/// The engine settings every compiled artifact and every runtime use. The cache
+/// key includes [`Engine::precompile_compatibility_hash`] of this config, so a
+/// change here never loads a stale artifact.
+pub(crate) fn engine_config(fuel: bool) -> Config {
+    let mut config = Config::new();
+    config
+        .wasm_exceptions(true)
+        .epoch_interruption(true)
+        .consume_fuel(fuel)
+        .max_wasm_stack(MAX_WASM_STACK)
+        .async_stack_size(ASYNC_STACK);
+    config
+}
+
+/// A loaded module ready to instantiate, with the epoch ticker that drives its
+/// deadlines. Instantiating from an [`InstancePre`] skips import resolution, so
+/// each invocation only pays for the store and the copy-on-write memory image.
+pub(crate) struct GuestRuntime {
+    pre: InstancePre<GuestState>,
+    fuel_engine: bool,
+}
+
+impl GuestRuntime {
+    /// Loads a precompiled module written by [`crate::artifact`].
+    pub(crate) fn load(compiled: &Path, fuel_engine: bool) -> wasmtime::Result<Self> {
+        let engine = Engine::new(&engine_config(fuel_engine))?;
+        // SAFETY: `deserialize_file` runs native code from the file. The file is
+        // one this crate compiled from a module whose sha256 it checked, kept in
+        // a cache folder private to this user (0700); wasmtime also checks the
+        // header against this engine's version and settings.
+        let module = unsafe { Module::deserialize_file(&engine, compiled)? };
+        Self::from_module(&engine, &module, fuel_engine)
+    }
+
+    pub(crate) fn from_module(
+        engine: &Engine,
+        module: &Module,
+        fuel_engine: bool,
+    ) -> wasmtime::Result<Self> {
+        let mut linker: Linker<GuestState> = Linker::new(engine);
+        wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state| &mut state.wasi)?;
+        // The build's one non-WASI import: its door to a host tool protocol we do
+        // not offer. -1 is its "no host" answer.
+        linker.func_wrap("host", "call", |_: i32, _: i32, _: i32, _: i32| -> i32 {
+            -1
+        })?;
+        let pre = linker.instantiate_pre(module)?;
+        start_epoch_ticker(engine);
+        Ok(GuestRuntime { pre, fuel_engine })
+    }
+
+    /// Runs one invocation to its end: exit, trap, deadline, or `cancel`.
+    pub(crate) async fn run(
+        &self,
+        request: &GuestRequest,
+        cancel: &CancellationToken,
+    ) -> GuestReply {
+        let started = Instant::now();
+        if request.fuel_engine != self.fuel_engine {
+            return GuestReply::sandbox_error("worker engine does not match the request", started);
+        }
+        let stdout = CapturePipe::new(request.limits.output_bytes);
+        let stderr = CapturePipe::new(request.limits.output_bytes);
+        let deadline = started + request.limits.timeout();
+        let mut store = match self.store(request, &stdout, &stderr, deadline, cancel) {
+            Ok(store) => store,
+            Err(e) => {
+                return GuestReply::sandbox_error(
+                    format!("could not set up the guest: {e:#}"),
+                    started,
+                );
+            }
+        };
+        let guest = run_reactor(&self.pre, &mut store);
+        // The epoch callback yields to this executor every tick, so the guest
+        // stops at the deadline even while it sleeps in a host call, and at once
+        // when the caller cancels.
+        let result = tokio::select! {
+            result = tokio::time::timeout_at(deadline.into(), guest) => result.ok(),
+            () = cancel.cancelled() => {
+                return GuestReply::sandbox_error("cancelled", started);
+            }
+        };
+        let state = store.data();
+        let (outcome, note) = classify(result, state.stop, state.limiter.hit);
+        GuestReply {
+            outcome,
+            stdout: stdout.finish(),
+            stderr: stderr.finish(),
+            duration_ms: elapsed_ms(started),
+            note,
+        }
+    }
+
+    fn store(
+        &self,
+        request: &GuestRequest,
+        stdout: &CapturePipe,
+        stderr: &CapturePipe,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> wasmtime::Result<Store<GuestState>> {
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.args(&request.argv)
+            .envs(&request.env)
+            .stdin(MemoryInputPipe::new(request.stdin.0.clone()))
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            // Reading the stdlib zip is many small reads; doing them on this
+            // thread rather than a blocking pool keeps imports fast.
+            .allow_blocking_current_thread(true)
+            // No sockets at all: not even name lookup.
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        if let Some(stdlib) = &request.stdlib_dir {
+            wasi.preopened_dir(stdlib, GUEST_STDLIB_DIR, FsPerms::ReadOnly)?;
+        }
+        wasi.preopened_dir(&request.program_dir, GUEST_PROGRAM_DIR, FsPerms::ReadOnly)?;
+        if let Some(scratch) = &request.scratch_dir {
+            wasi.preopened_dir(scratch, GUEST_SCRATCH_DIR, FsPerms::ReadWrite)?;
+        }
+        let state = GuestState {
+            wasi: wasi.build_p1(),
+            limiter: MemoryCap {
+                cap: usize::try_from(request.limits.memory_bytes).unwrap_or(usize::MAX),
+                hit: false,
+            },
+            stop: None,
+        };
+        let mut store = Store::new(self.pre.module().engine(), state);
+        store.limiter(|state| &mut state.limiter);
+        if let Some(fuel) = request.limits.fuel {
+            store.set_fuel(fuel)?;
+        }
+        let cancel = cancel.clone();
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |mut ctx| {
+            let stop = if cancel.is_cancelled() {
+                Some(Stop::Cancelled)
+            } else if Instant::now() >= deadline {
+                Some(Stop::Deadline)
+            } else {
+                None
+            };
+            match stop {
+                Some(stop) => {
+                    ctx.data_mut().stop = Some(stop);
+                    Ok(UpdateDeadline::Interrupt)
+                }
+                None => Ok(UpdateDeadline::Yield(1)),
+            }
+        });
+        Ok(store)
+    }
+}
+
+/// The store's data: WASI state, the memory cap, and why the host stopped the guest.
+pub(crate) struct GuestState {
+    wasi: WasiP1Ctx,
+    limiter: MemoryCap,
+    stop: Option<Stop>,
+}
+
+/// Why the host interrupted a guest.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stop {
+    Deadline,
+    Cancelled,
+}
+
+/// Refuses linear-memory growth beyond the profile's cap and remembers that it did.
+///
+/// Growth is refused, not trapped: the guest's `malloc` fails and CPython raises
+/// `MemoryError`, which the program may catch (its own business). When the
+/// program does not recover (see [`classify`]) the outcome is `memory_limit`.
+struct MemoryCap {
+    cap: usize,
+    hit: bool,
+}
+
+impl ResourceLimiter for MemoryCap {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.cap {
+            self.hit = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+}
+
+/// Instantiates the reactor, runs `_initialize` if exported, then `run()`.
+async fn run_reactor(
+    pre: &InstancePre<GuestState>,
+    store: &mut Store<GuestState>,
+) -> wasmtime::Result<i32> {
+    let instance = pre.instantiate_async(&mut *store).await?;
+    if let Ok(init) = instance.get_typed_func::<(), ()>(&mut *store, "_initialize") {
+        init.call_async(&mut *store, ()).await?;
+    }
+    let run = instance.get_typed_func::<(), i32>(&mut *store, "run")?;
+    run.call_async(&mut *store, ()).await
+}
+
+/// Maps how the guest ended to an outcome.
+///
+/// - `run()` returned or `sys.exit(n)` (an [`I32Exit`] trap): `exited(n)`;
+/// - the deadline (epoch callback or the host-side timer) or fuel ran out: `timed_out`;
+/// - the memory cap refused a growth and the program then failed (exit 1, which
+///   is an uncaught `MemoryError`, or a trap): `memory_limit`;
+/// - any other trap: `exited(134)` (or 139 for stack exhaustion), like a native
+///   crash, with the trap kept as a note;
+/// - anything else (instantiation failed, a host error): `sandbox_error`.
+fn classify(
+    result: Option<wasmtime::Result<i32>>,
+    stop: Option<Stop>,
+    memory_hit: bool,
+) -> (Outcome, Option<String>) {
+    let exited = |code: i64| {
+        if memory_hit && code == 1 {
+            Outcome::MemoryLimit
+        } else {
+            Outcome::Exited { exit_code: code }
+        }
+    };
+    let error = match result {
+        None => return (Outcome::TimedOut, None),
+        Some(Ok(code)) => return (exited(i64::from(code)), None),
+        Some(Err(error)) => error,
+    };
+    if let Some(I32Exit(code)) = error.downcast_ref::<I32Exit>() {
+        return (exited(i64::from(*code)), None);
+    }
+    match stop {
+        Some(Stop::Deadline) => return (Outcome::TimedOut, None),
+        Some(Stop::Cancelled) => {
+            let message = "cancelled".to_string();
+            return (Outcome::SandboxError { message }, None);
+        }
+        None => {}
+    }
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => (Outcome::TimedOut, Some("the guest ran out of fuel".into())),
+        Some(_) if memory_hit => (Outcome::MemoryLimit, Some(format!("{error:#}"))),
+        Some(trap) => {
+            let code = if *trap == Trap::StackOverflow {
+                EXIT_STACK_OVERFLOW
+            } else {
+                EXIT_TRAP
+            };
+            (
+                Outcome::Exited { exit_code: code },
+                Some(format!("the guest trapped: {error:#}")),
+            )
+        }
+        None if memory_hit => (Outcome::MemoryLimit, Some(format!("{error:#}"))),
+        None => (
+            Outcome::SandboxError {
+                message: format!("the WASI runtime failed: {error:#}"),
+            },
+            None,
+        ),
+    }
+}
+
+/// Ticks the engine's epoch until the engine is dropped. A plain thread holding
+/// only a weak reference, so it never keeps the engine alive.
+fn start_epoch_ticker(engine: &Engine) {
+    let weak = engine.weak();
+    let spawned = std::thread::Builder::new()
+        .name("progscore-wasi-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        });
+    if let Err(e) = spawned {
+        // Without a ticker the guest never reaches an epoch deadline; the
+        // host-side timer in `run` still stops it at the deadline.
+        tracing::warn!("could not start the epoch ticker: {e}");
+    }
+}
+
+pub(crate) fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_and_memory() {
+        assert_eq!(
+            classify(Some(Ok(3)), None, false).0,
+            Outcome::Exited { exit_code: 3 }
+        );
+        assert_eq!(classify(Some(Ok(1)), None, true).0, Outcome::MemoryLimit);
+        // A program that caught MemoryError and exited 0 is its own business.
+        assert_eq!(
+            classify(Some(Ok(0)), None, true).0,
+            Outcome::Exited { exit_code: 0 }
+        );
+        assert_eq!(classify(None, None, false).0, Outcome::TimedOut);
+        let exit = wasmtime::Error::new(I32Exit(3));
+        assert_eq!(
+            classify(Some(Err(exit)), None, false).0,
+            Outcome::Exited { exit_code: 3 }
+        );
+        let interrupted = wasmtime::Error::new(Trap::Interrupt);
+        assert_eq!(
+            classify(Some(Err(interrupted)), Some(Stop::Deadline), false).0,
+            Outcome::TimedOut
+        );
+    }
+}
