@@ -2,21 +2,44 @@
 
 use std::collections::HashMap;
 
+use std::path::PathBuf;
+
 use progscore_docker::{DockerClient, DockerOptions, EngineReport};
 use progscore_sandbox::{
     Backend, BoxFuture, Invocation, ProgramRun, RuntimeProfile, SandboxClient, SandboxError,
 };
+use progscore_wasi::{WasiClient, WasiOptions, WorkerCommand};
 
 /// Every backend the config needs, each built only if a profile uses it.
 pub struct Backends {
     profiles: Vec<RuntimeProfile>,
     by_profile: HashMap<String, Backend>,
     docker: Option<DockerClient>,
+    wasi: Option<WasiClient>,
+}
+
+/// Where WASI guests run.
+#[derive(Debug, Clone)]
+pub enum WasiWorkers {
+    /// Worker processes started by this command (one per core): guests in
+    /// one process slow each other down, so processes are the fast choice.
+    Command(WorkerCommand),
+    /// The `progscore-wasi-worker` binary next to the running executable
+    /// when there is one (a cargo build puts it there), else in-process threads.
+    Auto,
 }
 
 impl Backends {
-    /// Builds the backends the profiles use.
+    /// Builds the backends the profiles use; WASI guests run as [`WasiWorkers::Auto`].
     pub fn new(profiles: Vec<RuntimeProfile>) -> Result<Backends, SandboxError> {
+        Backends::with_wasi_workers(profiles, WasiWorkers::Auto)
+    }
+
+    /// Builds the backends the profiles use, with WASI guests run as said.
+    pub fn with_wasi_workers(
+        profiles: Vec<RuntimeProfile>,
+        workers: WasiWorkers,
+    ) -> Result<Backends, SandboxError> {
         let of = |backend: Backend| -> Vec<RuntimeProfile> {
             profiles
                 .iter()
@@ -33,7 +56,21 @@ impl Backends {
                 DockerOptions::default(),
             )?)
         };
+        let wasi_profiles = of(Backend::Wasi);
+        let wasi = if wasi_profiles.is_empty() {
+            None
+        } else {
+            let options = match workers {
+                WasiWorkers::Command(command) => WasiOptions::with_workers(command),
+                WasiWorkers::Auto => match sibling_worker() {
+                    Some(path) => WasiOptions::with_workers(WorkerCommand::new(path)),
+                    None => WasiOptions::in_process(),
+                },
+            };
+            Some(WasiClient::new(wasi_profiles, options))
+        };
         Ok(Backends {
+            wasi,
             by_profile: profiles
                 .iter()
                 .map(|p| (p.name.clone(), p.backend))
@@ -51,10 +88,34 @@ impl Backends {
         }
     }
 
+    /// For each WASI profile: are its pinned files present and intact, and
+    /// does its module compile (the first check compiles it into the cache).
+    pub async fn wasi_report(&self) -> Vec<(String, Result<String, SandboxError>)> {
+        let Some(wasi) = &self.wasi else {
+            return Vec::new();
+        };
+        let mut report = Vec::new();
+        for profile in self.profiles.iter().filter(|p| p.backend == Backend::Wasi) {
+            let result = wasi.prepare(&profile.name).await.map(|()| {
+                format!(
+                    "module {} verified and compiled (wasmtime {})",
+                    match &profile.artifact {
+                        progscore_sandbox::Artifact::WasmModule { module, .. } =>
+                            module.sha256.clone(),
+                        progscore_sandbox::Artifact::DockerImage { image } => image.to_string(),
+                    },
+                    progscore_wasi::WASMTIME_VERSION
+                )
+            });
+            report.push((profile.name.clone(), result));
+        }
+        report
+    }
+
     fn client_for(&self, backend: Backend) -> Option<&dyn SandboxClient> {
         match backend {
             Backend::Docker => self.docker.as_ref().map(|c| c as &dyn SandboxClient),
-            Backend::Wasi => None,
+            Backend::Wasi => self.wasi.as_ref().map(|c| c as &dyn SandboxClient),
         }
     }
 }
@@ -93,4 +154,17 @@ impl SandboxClient for Backends {
             }
         }
     }
+}
+
+/// `progscore-wasi-worker` beside the running executable, or one folder up
+/// (test binaries live in `target/<profile>/deps`).
+fn sibling_worker() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        dir.join("progscore-wasi-worker"),
+        dir.parent()?.join("progscore-wasi-worker"),
+    ]
+    .into_iter()
+    .find(|path| path.is_file())
 }

@@ -2,4 +2,6 @@
 //! behind one client. The binary (`main.rs`, `cli/`) is a thin layer on top.
 
 pub mod backends;
+pub mod batch;
 pub mod config;
+pub mod session;

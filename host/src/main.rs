@@ -7,6 +7,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // The WASI backend re-runs this executable as its worker processes.
+    if let Some(code) = progscore_wasi::worker::run_if_requested() {
+        return code;
+    }
     // Die quietly on a closed pipe (`progscore profiles | head`) like other
     // command-line tools, instead of panicking in println!.
     // SAFETY: setting a signal disposition to the default before any thread starts.

@@ -1,3 +1,4 @@
 //! The progscore binary, end to end, against the real engine.
 
 mod run;
+mod score;

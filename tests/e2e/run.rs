@@ -30,17 +30,39 @@ fn the_doc_example_prints_nine() {
 #[test]
 fn stdin_file_and_invocations_file() {
     let dir = Dir::new();
-    dir.write("echo.py", "import sys\ndata = sys.stdin.read()\nprint(sys.argv[1:], data.upper())\n");
+    dir.write(
+        "echo.py",
+        "import sys\ndata = sys.stdin.read()\nprint(sys.argv[1:], data.upper())\n",
+    );
     dir.write("in.txt", "hello");
-    let output = dir.run(&["run", "--profile", "python", "--stdin", "in.txt", "echo.py", "--", "a"]);
+    let output = dir.run(&[
+        "run",
+        "--profile",
+        "python",
+        "--stdin",
+        "in.txt",
+        "echo.py",
+        "--",
+        "a",
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(json(&output)["events"][0]["stdout"]["data"], "['a'] HELLO\n");
+    assert_eq!(
+        json(&output)["events"][0]["stdout"]["data"],
+        "['a'] HELLO\n"
+    );
 
     dir.write(
         "cases.jsonl",
         "{\"args\": [\"x\"], \"stdin\": \"one\"}\n\n{\"args\": [], \"stdin\": null}\n{\"args\": [\"y\", \"z\"]}\n",
     );
-    let output = dir.run(&["run", "--profile", "python", "--invocations", "cases.jsonl", "echo.py"]);
+    let output = dir.run(&[
+        "run",
+        "--profile",
+        "python",
+        "--invocations",
+        "cases.jsonl",
+        "echo.py",
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let run = json(&output);
     let outs: Vec<&str> = run["events"]
@@ -64,7 +86,14 @@ fn a_bad_invocations_line_names_file_and_line() {
     let dir = Dir::new();
     dir.write("square.py", SQUARE);
     dir.write("cases.jsonl", "{\"args\": [\"1\"]}\n{\"argz\": []}\n");
-    let output = dir.run(&["run", "--profile", "python", "--invocations", "cases.jsonl", "square.py"]);
+    let output = dir.run(&[
+        "run",
+        "--profile",
+        "python",
+        "--invocations",
+        "cases.jsonl",
+        "square.py",
+    ]);
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
     assert!(message.contains("cases.jsonl:2"), "{message}");
@@ -77,7 +106,10 @@ fn an_unknown_profile_is_a_usage_error() {
     let output = dir.run(&["run", "--profile", "pyhton", "square.py", "--", "3"]);
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
-    assert!(message.contains("pyhton") && message.contains("python"), "{message}");
+    assert!(
+        message.contains("pyhton") && message.contains("python"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -92,7 +124,10 @@ fn a_tagged_image_in_the_config_is_refused_naming_file_line_and_profile() {
     let output = dir.run(&["run", "--profile", "python", "square.py", "--", "3"]);
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
-    assert!(message.contains(&format!("progscore.toml:{line}: profile `tagged`")), "{message}");
+    assert!(
+        message.contains(&format!("progscore.toml:{line}: profile `tagged`")),
+        "{message}"
+    );
     assert!(message.contains("python:3.12"), "{message}");
 }
 
@@ -102,23 +137,47 @@ fn profiles_and_doctor_describe_the_setup() {
     let output = dir.run(&["profiles", "--json"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let profiles = json(&output);
-    let names: Vec<&str> = profiles.as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
-    assert!(names.contains(&"python") && names.contains(&"python-gvisor"), "{names:?}");
+    let names: Vec<&str> = profiles
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"python") && names.contains(&"python-gvisor"),
+        "{names:?}"
+    );
     let output = dir.run(&["doctor", "--json"]);
-    assert!(output.status.success(), "{}\n{}", stdout(&output), stderr(&output));
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        stdout(&output),
+        stderr(&output)
+    );
     let report = json(&output);
     assert_eq!(report["ok"], true);
-    assert!(report["docker"]["runtimes"].as_array().unwrap().iter().any(|r| r == "runsc"));
+    assert!(
+        report["docker"]["runtimes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "runsc")
+    );
 }
 
 #[test]
 fn doctor_explains_a_missing_runtime() {
     let dir = Dir::new();
     let config = dir.path().join("progscore.toml");
-    let text = std::fs::read_to_string(&config).unwrap().replace("runtime = \"runsc\"", "runtime = \"kata\"");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("runtime = \"runsc\"", "runtime = \"kata\"");
     std::fs::write(&config, text).unwrap();
     let output = dir.run(&["doctor"]);
     assert_eq!(output.status.code(), Some(1));
     let report = stdout(&output);
-    assert!(report.contains("[FAIL] profile python-gvisor") && report.contains("daemon.json"), "{report}");
+    assert!(
+        report.contains("[FAIL] profile python-gvisor") && report.contains("daemon.json"),
+        "{report}"
+    );
 }

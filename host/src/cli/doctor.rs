@@ -14,15 +14,29 @@ pub struct DoctorArgs {
 }
 
 pub async fn run(config: &Config, args: DoctorArgs) -> anyhow::Result<u8> {
-    let backends = Backends::new(config.profiles.clone())?;
+    let backends = Backends::with_wasi_workers(config.profiles.clone(), super::wasi_workers())?;
     let docker = backends.docker_report().await;
+    let wasi: Vec<serde_json::Value> = backends
+        .wasi_report()
+        .await
+        .into_iter()
+        .map(|(profile, result)| match result {
+            Ok(detail) => serde_json::json!({"profile": profile, "ok": true, "detail": detail}),
+            Err(err) => {
+                serde_json::json!({"profile": profile, "ok": false, "detail": err.to_string()})
+            }
+        })
+        .collect();
     let healthy = docker
         .as_ref()
-        .is_none_or(|r| r.engine_ok && r.profiles.iter().all(|p| p.ok));
+        .is_none_or(|r| r.engine_ok && r.profiles.iter().all(|p| p.ok))
+        && wasi.iter().all(|w| w["ok"] == true);
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"ok": healthy, "docker": docker}))?
+            serde_json::to_string_pretty(
+                &serde_json::json!({"ok": healthy, "docker": docker, "wasi": wasi})
+            )?
         );
     } else if let Some(report) = &docker {
         println!("docker engine: {}", report.engine);
@@ -38,6 +52,17 @@ pub async fn run(config: &Config, args: DoctorArgs) -> anyhow::Result<u8> {
         }
     } else {
         println!("no docker profiles configured");
+    }
+    if !args.json && !wasi.is_empty() {
+        println!("wasi (in-process wasmtime, no daemon):");
+        for check in &wasi {
+            let mark = if check["ok"] == true { "ok  " } else { "FAIL" };
+            println!(
+                "  [{mark}] profile {}: {}",
+                check["profile"].as_str().unwrap_or(""),
+                check["detail"].as_str().unwrap_or("")
+            );
+        }
     }
     Ok(if healthy { EXIT_OK } else { EXIT_FAILED })
 }

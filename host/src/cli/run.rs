@@ -59,7 +59,7 @@ pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<u8> {
             }]
         }
     };
-    let backends = Backends::new(config.profiles.clone())?;
+    let backends = Backends::with_wasi_workers(config.profiles.clone(), super::wasi_workers())?;
     let execution = backends.execute(&program, &args.profile, &invocations);
     // Ctrl-C drops the call, which removes its containers before returning.
     let result = tokio::select! {

@@ -154,19 +154,14 @@ fn run_cli(dir: &Path, image: &str, programs: &[(String, String)], jobs: usize) 
     }
     let list = dir.join("list");
     std::fs::write(&list, lines).expect("write list");
-    let script = format!(
-        "xargs -P {jobs} -L 1 sh -c 'docker run --rm --network none --log-driver none --user 65534:65534 \
-         --cap-drop ALL --security-opt no-new-privileges --read-only --tmpfs /tmp:rw,nosuid,nodev,size=16m \
-         --memory 256m --memory-swap 256m --cpus 1 --pids-limit 64 --label progscore.owner=bench-cli \
-         -v \"$0\":/sandbox/program:ro --entrypoint python3 {image} -I /sandbox/program \"$1\" \
-         > {dir}/out-$2 2> {dir}/err-$2' < {list}",
-        dir = dir.display(),
-        list = list.display(),
-    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/docker-run-loop.sh");
     let started = Instant::now();
     let status = Command::new("bash")
-        .arg("-c")
         .arg(&script)
+        .arg(image)
+        .arg(jobs.to_string())
+        .arg(&list)
+        .arg(dir)
         .status()
         .expect("run the CLI loop");
     let wall = started.elapsed();

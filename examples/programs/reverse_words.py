@@ -1,0 +1,4 @@
+import sys
+
+words = sys.stdin.read().split()
+print(" ".join(reversed(words)))

@@ -1,0 +1,226 @@
+//! Batch files: one JSON item per line, each checked on its own so a bad
+//! line is reported (file, line, field) without losing the good ones.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use progscore_scoring::ScoringExpectation;
+use serde::Deserialize;
+use thiserror::Error;
+
+/// One scorable item from a batch line.
+#[derive(Debug, Clone)]
+pub struct BatchItem {
+    /// 1-based line number in the batch file.
+    pub line: usize,
+    /// The item's id, unique in the batch.
+    pub id: String,
+    /// The program's bytes, verbatim.
+    pub program: Vec<u8>,
+    /// What the program must do.
+    pub expectation: ScoringExpectation,
+}
+
+/// A line that could not become an item.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+#[error("{file}:{line}: {}{message}", field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default())]
+pub struct BatchLineError {
+    /// The batch file.
+    pub file: String,
+    /// 1-based line number.
+    pub line: usize,
+    /// The item's id, when it could be read.
+    pub id: Option<String>,
+    /// The field at fault (a path like `expectation.conditions[0].program_behaves.profile`).
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Why the batch file as a whole could not be read.
+#[derive(Debug, Error)]
+#[error("{file}: cannot read the batch: {source}")]
+pub struct BatchReadError {
+    /// The batch file.
+    pub file: String,
+    /// Why.
+    pub source: std::io::Error,
+}
+
+/// A parsed batch: the good items and the bad lines, in file order.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Items ready to score.
+    pub items: Vec<BatchItem>,
+    /// Lines that were refused.
+    pub errors: Vec<BatchLineError>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLine {
+    id: String,
+    #[serde(default)]
+    program: Option<String>,
+    #[serde(default)]
+    program_file: Option<PathBuf>,
+    expectation: ScoringExpectation,
+}
+
+impl Batch {
+    /// Reads a batch file; relative `program_file`s resolve against its folder.
+    pub fn read(path: &Path) -> Result<Batch, BatchReadError> {
+        let text = std::fs::read_to_string(path).map_err(|source| BatchReadError {
+            file: path.display().to_string(),
+            source,
+        })?;
+        Ok(Batch::parse(path, &text))
+    }
+
+    /// Parses batch text that came from `path`.
+    pub fn parse(path: &Path, text: &str) -> Batch {
+        let file = path.display().to_string();
+        let base = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut batch = Batch::default();
+        let mut seen = HashSet::new();
+        for (index, raw) in text.lines().enumerate() {
+            let line = index + 1;
+            if raw.trim().is_empty() || raw.trim_start().starts_with("//") {
+                continue;
+            }
+            let error =
+                |id: Option<String>, field: Option<String>, message: String| BatchLineError {
+                    file: file.clone(),
+                    line,
+                    id,
+                    field,
+                    message,
+                };
+            let deserializer = &mut serde_json::Deserializer::from_str(raw);
+            let parsed: Result<RawLine, _> = serde_path_to_error::deserialize(deserializer);
+            let parsed = match parsed {
+                Ok(parsed) => parsed,
+                Err(err) => {
+                    let path = err.path().to_string();
+                    let id = serde_json::from_str::<serde_json::Value>(raw)
+                        .ok()
+                        .and_then(|v| v.get("id").and_then(|id| id.as_str()).map(String::from));
+                    let field = (path != ".").then_some(path);
+                    batch
+                        .errors
+                        .push(error(id, field, err.into_inner().to_string()));
+                    continue;
+                }
+            };
+            let id = parsed.id;
+            if id.trim().is_empty() {
+                batch
+                    .errors
+                    .push(error(None, Some("id".into()), "must not be empty".into()));
+                continue;
+            }
+            if !seen.insert(id.clone()) {
+                batch.errors.push(error(
+                    Some(id.clone()),
+                    Some("id".into()),
+                    format!("`{id}` appears on an earlier line"),
+                ));
+                continue;
+            }
+            let program = match (parsed.program, parsed.program_file) {
+                (Some(program), None) => program.into_bytes(),
+                (None, Some(program_file)) => {
+                    let resolved = base.join(&program_file);
+                    match std::fs::read(&resolved) {
+                        Ok(bytes) => bytes,
+                        Err(err) => {
+                            batch.errors.push(error(
+                                Some(id),
+                                Some("program_file".into()),
+                                format!("cannot read {}: {err}", resolved.display()),
+                            ));
+                            continue;
+                        }
+                    }
+                }
+                (Some(_), Some(_)) => {
+                    batch.errors.push(error(
+                        Some(id),
+                        Some("program".into()),
+                        "give either `program` or `program_file`, not both".into(),
+                    ));
+                    continue;
+                }
+                (None, None) => {
+                    batch.errors.push(error(
+                        Some(id),
+                        Some("program".into()),
+                        "missing: give `program` (the code) or `program_file` (a path)".into(),
+                    ));
+                    continue;
+                }
+            };
+            batch.items.push(BatchItem {
+                line,
+                id,
+                program,
+                expectation: parsed.expectation,
+            });
+        }
+        batch
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{"id": "a", "program": "print(9)", "expectation": {"conditions": [{"program_behaves": {"profile": "python", "cases": [{"invocation": {"args": []}, "expected": {"stdout": {"equals": "9"}}}]}}]}}"#;
+
+    #[test]
+    fn good_lines_survive_bad_ones_and_errors_name_line_and_field() {
+        let text = format!(
+            "{GOOD}\n\nnot json\n{}\n{}\n{}\n",
+            GOOD.replace("\"stdout\"", "\"stdot\"")
+                .replace("\"a\"", "\"b\""),
+            GOOD.replace(
+                "\"program\": \"print(9)\"",
+                "\"program_file\": \"missing.py\""
+            )
+            .replace("\"a\"", "\"c\""),
+            GOOD,
+        );
+        let batch = Batch::parse(Path::new("dir/batch.jsonl"), &text);
+        assert_eq!(batch.items.len(), 1);
+        assert_eq!(batch.items[0].id, "a");
+        let errors: Vec<String> = batch.errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(errors.len(), 4, "{errors:#?}");
+        assert!(
+            errors[0].starts_with("dir/batch.jsonl:3: "),
+            "{}",
+            errors[0]
+        );
+        assert!(
+            errors[1].starts_with("dir/batch.jsonl:4: field `expectation.conditions[0].program_behaves.cases[0].expected")
+                && errors[1].contains("stdot"),
+            "{}",
+            errors[1]
+        );
+        assert!(
+            errors[2]
+                .starts_with("dir/batch.jsonl:5: field `program_file`: cannot read dir/missing.py"),
+            "{}",
+            errors[2]
+        );
+        assert!(
+            errors[3].starts_with("dir/batch.jsonl:6: field `id`")
+                && errors[3].contains("earlier line"),
+            "{}",
+            errors[3]
+        );
+        assert_eq!(batch.errors[1].id.as_deref(), Some("b"));
+    }
+}

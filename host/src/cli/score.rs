@@ -1,0 +1,429 @@
+//! `progscore score` and `progscore rescore`: batches of items.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Parser, ValueEnum};
+use futures_util::StreamExt;
+use progscore::batch::{Batch, BatchItem, BatchLineError};
+use progscore::config::Config;
+use progscore::session::Session;
+use progscore_scoring::evidence::ScoreStatus;
+use progscore_scoring::{ProgramInput, RescoreRequest, Score, ScoreRequest, ScoringError};
+use tokio_util::sync::CancellationToken;
+
+use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK};
+
+/// Parallel programs by default, per core. Measured on a 2-core machine
+/// (`cargo bench -p progscore-docker --bench throughput`): throughput rises
+/// to 6 calls in flight and falls after; containers spend most of their
+/// life waiting on the engine, not on a core.
+const JOBS_PER_CORE: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Exit 1 when any item is false.
+    False,
+    /// Exit 1 when any item is undetermined.
+    Undetermined,
+}
+
+#[derive(Debug, Parser)]
+pub struct ScoreArgs {
+    /// The batch: one JSON item per line.
+    batch: PathBuf,
+    /// Write result lines here instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Programs scored at once (default: 3 per core, measured fastest).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Run again under new observation ids even where evidence is stored.
+    #[arg(long)]
+    fresh: bool,
+    /// Stop at the first bad line instead of scoring the good ones.
+    #[arg(long)]
+    strict: bool,
+    /// Exit 1 when any item has this verdict (repeatable).
+    #[arg(long, value_enum)]
+    fail_on: Vec<FailOn>,
+}
+
+#[derive(Debug, Parser)]
+pub struct RescoreArgs {
+    /// The batch: one JSON item per line (programs and changed expectations).
+    batch: PathBuf,
+    /// Write result lines here instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Stop at the first bad line instead of rescoring the good ones.
+    #[arg(long)]
+    strict: bool,
+    /// Exit 1 when any item has this verdict (repeatable).
+    #[arg(long, value_enum)]
+    fail_on: Vec<FailOn>,
+}
+
+/// The items to score and the refused lines, or the exit status when
+/// `--strict` stops everything.
+type Prepared = Result<(Vec<BatchItem>, Vec<BatchLineError>), u8>;
+
+/// Reads the batch and checks every line's expectation; reports bad lines.
+fn prepare(session: &Session, batch: &Path, strict: bool) -> anyhow::Result<Prepared> {
+    let Batch { items, mut errors } = Batch::read(batch)?;
+    let mut good = Vec::with_capacity(items.len());
+    for item in items {
+        // Offline sessions (rescore) validate inside the rescore itself.
+        let checked = match &session.scorer {
+            Some(scorer) => scorer.validate(&item.expectation),
+            None => Ok(()),
+        };
+        match checked {
+            Ok(()) => good.push(item),
+            Err(err) => errors.push(BatchLineError {
+                file: batch.display().to_string(),
+                line: item.line,
+                id: Some(item.id.clone()),
+                field: Some("expectation".into()),
+                message: err.to_string(),
+            }),
+        }
+    }
+    errors.sort_by_key(|e| e.line);
+    for error in &errors {
+        eprintln!("progscore: {error}");
+    }
+    if strict && !errors.is_empty() {
+        eprintln!(
+            "progscore: --strict: nothing scored ({} bad line(s))",
+            errors.len()
+        );
+        return Ok(Err(EXIT_ERROR));
+    }
+    Ok(Ok((good, errors)))
+}
+
+pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
+    let session = Session::open(config, super::wasi_workers())?;
+    let (items, bad_lines) = match prepare(&session, &args.batch, args.strict)? {
+        Ok(prepared) => prepared,
+        Err(code) => return Ok(code),
+    };
+    let scorer = session
+        .scorer
+        .as_ref()
+        .context("a scoring session has a scorer")?;
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| {
+            JOBS_PER_CORE * std::thread::available_parallelism().map_or(2, |n| n.get())
+        })
+        .max(1);
+    let mut out = Output::open(args.out.as_ref())?;
+    let mut progress = Progress::new(items.len());
+    let cancel = CancellationToken::new();
+    let interrupt = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let started = Instant::now();
+    let mut results = futures_util::stream::iter(items)
+        .map(|item| {
+            let request = ScoreRequest::new(ProgramInput::Inline(item.program), item.expectation)
+                .item_id(item.id.clone())
+                .fresh(args.fresh)
+                .cancel(cancel.child_token());
+            let cancel = cancel.clone();
+            async move {
+                if cancel.is_cancelled() {
+                    return (item.id, Err(ScoringError::Cancelled));
+                }
+                (item.id, scorer.score(request).await)
+            }
+        })
+        .buffer_unordered(jobs);
+    let mut summary = Summary::default();
+    let mut ticker = tokio::time::interval(Duration::from_secs(2));
+    ticker.tick().await;
+    loop {
+        tokio::select! {
+            next = results.next() => {
+                let Some((id, result)) = next else { break };
+                match result {
+                    Ok(score) => {
+                        out.line(&result_line(&score, None))?;
+                        summary.add(&score);
+                        progress.done(&summary);
+                    }
+                    Err(ScoringError::Cancelled) => summary.cancelled += 1,
+                    Err(err) => {
+                        eprintln!("progscore: item {id}: {err}");
+                        summary.errors += 1;
+                        progress.done(&summary);
+                    }
+                }
+            }
+            _ = ticker.tick() => progress.tick(&summary, started),
+        }
+    }
+    interrupt.abort();
+    progress.finish();
+    out.flush()?;
+    summary.print(started.elapsed(), bad_lines.len());
+    if cancel.is_cancelled() {
+        eprintln!(
+            "progscore: interrupted: {} item(s) not scored; their containers were removed. Run the same command again to continue.",
+            summary.cancelled
+        );
+        return Ok(130);
+    }
+    Ok(exit_code(&summary, &args.fail_on, bad_lines.len()))
+}
+
+pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
+    let session = Session::open_offline(config)?;
+    let (items, bad_lines) = match prepare(&session, &args.batch, args.strict)? {
+        Ok(prepared) => prepared,
+        Err(code) => return Ok(code),
+    };
+    let mut out = Output::open(args.out.as_ref())?;
+    let started = Instant::now();
+    let mut summary = Summary::default();
+    let mut changed = Vec::new();
+    for item in items {
+        let request = RescoreRequest {
+            item_id: Some(item.id.clone()),
+            program: ProgramInput::Inline(item.program),
+            expectation: item.expectation,
+        };
+        match session.replayer.rescore(request) {
+            Ok(rescore) => {
+                let previous = rescore
+                    .previous
+                    .as_ref()
+                    .map(|p| verdict_word(p.record.status, p.record.value));
+                out.line(&result_line(
+                    &rescore.score,
+                    Some((rescore.changed, previous.clone())),
+                ))?;
+                if rescore.changed {
+                    changed.push(format!(
+                        "{}: {} -> {}",
+                        item.id,
+                        previous.unwrap_or_else(|| "none".into()),
+                        verdict_word(rescore.score.status, rescore.score.value)
+                    ));
+                }
+                summary.add(&rescore.score);
+            }
+            Err(err) => {
+                eprintln!(
+                    "progscore: {}:{}: field `expectation`: {err}",
+                    args.batch.display(),
+                    item.line
+                );
+                summary.errors += 1;
+            }
+        }
+    }
+    out.flush()?;
+    if changed.is_empty() {
+        eprintln!("no verdict changed");
+    } else {
+        eprintln!("{} verdict(s) changed:", changed.len());
+        for line in &changed {
+            eprintln!("  {line}");
+        }
+    }
+    summary.print(started.elapsed(), bad_lines.len());
+    Ok(exit_code(&summary, &args.fail_on, bad_lines.len()))
+}
+
+fn exit_code(summary: &Summary, fail_on: &[FailOn], bad_lines: usize) -> u8 {
+    if bad_lines > 0 || summary.errors > 0 {
+        return EXIT_ERROR;
+    }
+    let failing = fail_on.iter().any(|f| match f {
+        FailOn::False => summary.falses > 0,
+        FailOn::Undetermined => summary.undetermined > 0,
+    });
+    if failing { EXIT_FAILED } else { EXIT_OK }
+}
+
+fn verdict_word(status: ScoreStatus, value: Option<bool>) -> String {
+    match (status, value) {
+        (ScoreStatus::Complete, Some(true)) => "true".into(),
+        (ScoreStatus::Complete, Some(false)) => "false".into(),
+        _ => "undetermined".into(),
+    }
+}
+
+/// The result line users read: DESIGN.md's shape, plus where the evidence came from.
+fn result_line(score: &Score, rescore: Option<(bool, Option<String>)>) -> serde_json::Value {
+    let mut line = serde_json::json!({
+        "id": score.item_id,
+        "status": score.status,
+        "value": score.value,
+        "rationale": score.rationale,
+        "observation_ids": score.observation_ids,
+        "cases": score.cases,
+        "evidence": score.evidence,
+        "score_id": score.score_id,
+    });
+    if let Some(reason) = &score.reason {
+        line["reason"] = serde_json::Value::String(reason.clone());
+    }
+    if let Some((changed, previous)) = rescore {
+        line["changed"] = serde_json::Value::Bool(changed);
+        line["previous"] = previous.map_or(serde_json::Value::Null, serde_json::Value::String);
+    }
+    line
+}
+
+/// Where result lines go.
+struct Output {
+    writer: Box<dyn Write>,
+}
+
+impl Output {
+    fn open(path: Option<&PathBuf>) -> anyhow::Result<Output> {
+        let writer: Box<dyn Write> = match path {
+            Some(path) => Box::new(std::io::BufWriter::new(
+                std::fs::File::create(path)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+            )),
+            None => Box::new(std::io::stdout()),
+        };
+        Ok(Output { writer })
+    }
+
+    fn line(&mut self, value: &serde_json::Value) -> anyhow::Result<()> {
+        serde_json::to_writer(&mut self.writer, value)?;
+        self.writer.write_all(b"\n")?;
+        // Each line is final once written: a crash or Ctrl-C loses nothing scored.
+        self.writer.flush()?;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> anyhow::Result<()> {
+        self.writer.flush()?;
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct Summary {
+    trues: usize,
+    falses: usize,
+    undetermined: usize,
+    errors: usize,
+    cancelled: usize,
+    reasons: BTreeMap<String, usize>,
+}
+
+impl Summary {
+    fn add(&mut self, score: &Score) {
+        match score.value {
+            Some(true) => self.trues += 1,
+            Some(false) => self.falses += 1,
+            None => {
+                self.undetermined += 1;
+                let reason = score
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| score.rationale.clone());
+                *self.reasons.entry(reason).or_default() += 1;
+            }
+        }
+    }
+
+    fn scored(&self) -> usize {
+        self.trues + self.falses + self.undetermined
+    }
+
+    fn print(&self, wall: Duration, bad_lines: usize) {
+        let secs = wall.as_secs_f64().max(1e-9);
+        eprintln!();
+        eprintln!("  {:<14} {:>7}", "true", self.trues);
+        eprintln!("  {:<14} {:>7}", "false", self.falses);
+        eprintln!("  {:<14} {:>7}", "undetermined", self.undetermined);
+        if self.errors > 0 {
+            eprintln!("  {:<14} {:>7}", "errors", self.errors);
+        }
+        if bad_lines > 0 {
+            eprintln!("  {:<14} {:>7}", "bad lines", bad_lines);
+        }
+        if self.cancelled > 0 {
+            eprintln!("  {:<14} {:>7}", "not scored", self.cancelled);
+        }
+        eprintln!("  {:<14} {:>7.2} s", "wall time", secs);
+        eprintln!(
+            "  {:<14} {:>7.2}",
+            "programs/s",
+            self.scored() as f64 / secs
+        );
+        if !self.reasons.is_empty() {
+            let mut reasons: Vec<_> = self.reasons.iter().collect();
+            reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            eprintln!("  most common undetermined reasons:");
+            for (reason, count) in reasons.into_iter().take(5) {
+                eprintln!("    {count:>5}  {reason}");
+            }
+        }
+    }
+}
+
+/// A progress bar on a terminal, plain periodic lines otherwise.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    total: usize,
+}
+
+impl Progress {
+    fn new(total: usize) -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(total as u64);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} {msg} {per_sec} eta {eta}",
+            ) {
+                bar.set_style(style);
+            }
+            bar
+        });
+        Progress { bar, total }
+    }
+
+    fn done(&mut self, summary: &Summary) {
+        if let Some(bar) = &self.bar {
+            bar.set_position((summary.scored() + summary.errors) as u64);
+            bar.set_message(format!(
+                "true {} false {} undetermined {}",
+                summary.trues, summary.falses, summary.undetermined
+            ));
+        }
+    }
+
+    fn tick(&mut self, summary: &Summary, started: Instant) {
+        if self.bar.is_none() {
+            let done = summary.scored() + summary.errors;
+            let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            eprintln!(
+                "progress: {done}/{} done (true {}, false {}, undetermined {}), {rate:.1}/s",
+                self.total, summary.trues, summary.falses, summary.undetermined
+            );
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}

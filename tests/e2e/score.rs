@@ -1,0 +1,367 @@
+//! `progscore score`, `rescore`, `replay`, `observations`, `scores`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use progscore_e2e::{Dir, stderr, stdout};
+
+fn examples() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+fn result_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+fn verdict(line: &serde_json::Value) -> String {
+    match (&line["status"], &line["value"]) {
+        (s, serde_json::Value::Bool(b)) if s == "complete" => b.to_string(),
+        (s, serde_json::Value::Null) if s == "undetermined" => "undetermined".into(),
+        other => panic!("bad status/value {other:?} in {line}"),
+    }
+}
+
+const SQUARE_ITEM: &str = r#"{"id": "ID", "program": "import sys\nprint(int(sys.argv[1]) ** 2)\n", "expectation": {"conditions": [{"program_behaves": {"profile": "python", "cases": [{"invocation": {"args": ["3"], "stdin": null}, "expected": {"stdout": {"equals": "EXPECTED"}, "exit_code": 0}}]}}]}}"#;
+
+fn square_item(id: &str, expected: &str) -> String {
+    SQUARE_ITEM.replace("ID", id).replace("EXPECTED", expected)
+}
+
+#[test]
+fn the_example_batch_gets_its_documented_verdicts() {
+    let dir = Dir::new();
+    let batch = examples().join("batch.jsonl");
+    let output = dir.run(&["score", batch.to_str().unwrap(), "--out", "results.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results = result_lines(&std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap());
+    let got: BTreeMap<String, String> = results
+        .iter()
+        .map(|line| (line["id"].as_str().unwrap().to_string(), verdict(line)))
+        .collect();
+    let expected: BTreeMap<String, String> =
+        std::fs::read_to_string(examples().join("expected-verdicts.txt"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| {
+                let (id, v) = l.split_once(' ').unwrap();
+                (id.to_string(), v.to_string())
+            })
+            .collect();
+    assert_eq!(got, expected);
+    // The result line schema.
+    for line in &results {
+        for key in [
+            "id",
+            "status",
+            "value",
+            "rationale",
+            "observation_ids",
+            "cases",
+        ] {
+            assert!(line.get(key).is_some(), "{key} missing in {line}");
+        }
+        for case in line["cases"].as_array().unwrap() {
+            let outcome = case["outcome"].as_str().unwrap();
+            assert!(
+                [
+                    "exited",
+                    "timed_out",
+                    "memory_limit",
+                    "sandbox_error",
+                    "not_run"
+                ]
+                .contains(&outcome)
+            );
+            assert!(case["duration_ms"].as_u64().is_some());
+        }
+    }
+    let square = results.iter().find(|l| l["id"] == "square-3").unwrap();
+    assert_eq!(
+        square["rationale"],
+        "All 1 case(s) produced the expected result under python."
+    );
+    let undetermined = results
+        .iter()
+        .find(|l| l["id"] == "output-flood-undecidable")
+        .unwrap();
+    assert!(
+        undetermined["reason"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty())
+    );
+    // Off a terminal, the summary is plain text on stderr.
+    let summary = stderr(&output);
+    assert!(
+        summary.contains("undetermined") && summary.contains("programs/s"),
+        "{summary}"
+    );
+
+    // Scoring the same batch again reuses the evidence: nothing runs.
+    let again = dir.run(&["score", batch.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    for line in result_lines(&stdout(&again)) {
+        assert_eq!(line["evidence"], "stored", "{line}");
+    }
+}
+
+#[test]
+fn bad_lines_are_named_and_good_lines_still_scored() {
+    let dir = Dir::new();
+    let text = [
+        square_item("good-1", "9"),
+        "{not json".to_string(),
+        square_item("bad-field", "9").replace("\"stdout\"", "\"stdot\""),
+        square_item("bad-profile", "9").replace("\"python\"", "\"pyhton\""),
+        square_item("bad-comparator", "9").replace("\"equals\"", "\"equalz\""),
+        square_item("missing-file", "9").replace(
+            "\"program\": \"import sys\\nprint(int(sys.argv[1]) ** 2)\\n\"",
+            "\"program_file\": \"nope.py\"",
+        ),
+        square_item("good-2", "8"),
+    ]
+    .join("\n");
+    dir.write("batch.jsonl", text);
+    let output = dir.run(&["score", "batch.jsonl"]);
+    assert_eq!(output.status.code(), Some(2));
+    let errors = stderr(&output);
+    assert!(errors.contains("batch.jsonl:2:"), "{errors}");
+    assert!(
+        errors.contains(
+            "batch.jsonl:3: field `expectation.conditions[0].program_behaves.cases[0].expected"
+        ),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("batch.jsonl:4: field `expectation`") && errors.contains("pyhton"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("batch.jsonl:5: field `expectation`") && errors.contains("equalz"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("batch.jsonl:6: field `program_file`") && errors.contains("nope.py"),
+        "{errors}"
+    );
+    let results = result_lines(&stdout(&output));
+    let ids: Vec<&str> = results.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids.contains(&"good-1") && ids.contains(&"good-2"));
+
+    let strict = dir.run(&["score", "--strict", "batch.jsonl"]);
+    assert_eq!(strict.status.code(), Some(2));
+    assert!(stdout(&strict).is_empty());
+}
+
+#[test]
+fn fail_on_sets_the_exit_status() {
+    let dir = Dir::new();
+    dir.write(
+        "batch.jsonl",
+        format!(
+            "{}\n{}\n",
+            square_item("right", "9"),
+            square_item("wrong", "8")
+        ),
+    );
+    assert_eq!(dir.run(&["score", "batch.jsonl"]).status.code(), Some(0));
+    assert_eq!(
+        dir.run(&["score", "batch.jsonl", "--fail-on", "false"])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(
+        dir.run(&["score", "batch.jsonl", "--fail-on", "undetermined"])
+            .status
+            .code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn rescore_and_replay_use_stored_evidence_only() {
+    let dir = Dir::new();
+    dir.write(
+        "batch.jsonl",
+        format!("{}\n{}\n", square_item("a", "9"), square_item("b", "9")),
+    );
+    let output = dir.run(&["score", "batch.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let first = result_lines(&stdout(&output));
+    let observation = first[0]["observation_ids"][0].as_str().unwrap().to_string();
+
+    // Change one expectation: exactly that item's verdict changes.
+    dir.write(
+        "changed.jsonl",
+        format!(
+            "{}\n{}\n{}\n",
+            square_item("a", "9"),
+            square_item("b", "8"),
+            square_item("c", "9").replace("[\"3\"]", "[\"5\"]")
+        ),
+    );
+    let output = dir.run(&["rescore", "changed.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = result_lines(&stdout(&output));
+    let by_id: BTreeMap<&str, &serde_json::Value> = lines
+        .iter()
+        .map(|l| (l["id"].as_str().unwrap(), l))
+        .collect();
+    assert_eq!(by_id["a"]["changed"], false);
+    assert_eq!(by_id["b"]["changed"], true);
+    assert_eq!(verdict(by_id["b"]), "false");
+    assert_eq!(verdict(by_id["c"]), "undetermined");
+    assert!(
+        by_id["c"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no stored evidence"),
+        "{}",
+        by_id["c"]
+    );
+    let report = stderr(&output);
+    assert!(
+        report.contains("1 verdict(s) changed") && report.contains("b: true -> false"),
+        "{report}"
+    );
+
+    dir.write("expect8.json", r#"{"conditions": [{"program_behaves": {"profile": "python", "cases": [{"invocation": {"args": ["3"], "stdin": null}, "expected": {"stdout": {"equals": "8"}}}]}}]}"#);
+    let output = dir.run(&["replay", &observation, "--expect", "expect8.json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let replayed: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(replayed["value"], false);
+    assert_eq!(replayed["observation_ids"][0], observation.as_str());
+
+    dir.write("other-args.json", r#"{"conditions": [{"program_behaves": {"profile": "python", "cases": [{"invocation": {"args": ["4"], "stdin": null}, "expected": {"stdout": {"equals": "16"}}}]}}]}"#);
+    let output = dir.run(&["replay", &observation, "--expect", "other-args.json"]);
+    assert_eq!(output.status.code(), Some(2));
+
+    let listed = dir.run(&["observations", "list"]);
+    assert_eq!(
+        result_lines(&stdout(&listed)).len(),
+        1,
+        "one attempt, one observation"
+    );
+    let shown = dir.run(&["observations", "show", &observation]);
+    assert!(stdout(&shown).contains("\"9\\n\""), "{}", stdout(&shown));
+    let scores = dir.run(&["scores", "list", "--item", "b"]);
+    assert_eq!(result_lines(&stdout(&scores)).len(), 2);
+}
+
+#[test]
+fn comparators_are_listed_and_run_by_hand() {
+    let dir = Dir::new();
+    let output = dir.run(&["comparators"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let names: Vec<String> = result_lines(&stdout(&output))
+        .iter()
+        .map(|l| l["name"].as_str().unwrap().to_string())
+        .collect();
+    for builtin in ["equals", "contains", "regex", "json", "number", "lines"] {
+        assert!(names.iter().any(|n| n == builtin), "{names:?}");
+    }
+    dir.write("observed.txt", "9\n");
+    let output = dir.run(&[
+        "compare",
+        "equals",
+        "--params",
+        r#"{"value": "9"}"#,
+        "--observed",
+        "observed.txt",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // A truncated "9\n" could still trim to "9" or become "9\nx": undecidable.
+    let output = dir.run(&[
+        "compare",
+        "equals",
+        "--params",
+        r#"{"value": "9"}"#,
+        "--observed",
+        "observed.txt",
+        "--truncated",
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", stdout(&output));
+    let output = dir.run(&[
+        "compare",
+        "equals",
+        "--params",
+        r#"{"valeu": "9"}"#,
+        "--observed",
+        "observed.txt",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn an_interrupted_batch_cleans_up_and_resumes_without_running_anything_twice() {
+    let dir = Dir::new();
+    let items: Vec<String> = (0..8)
+        .map(|i| {
+            let program = format!("import time\\ntime.sleep(1.5)\\nprint({i})\\n");
+            format!(
+                r#"{{"id": "slow-{i}", "program": "{program}", "expectation": {{"conditions": [{{"program_behaves": {{"profile": "python", "cases": [{{"invocation": {{"args": []}}, "expected": {{"stdout": {{"equals": "{i}"}}}}}}]}}}}]}}}}"#
+            )
+        })
+        .collect();
+    dir.write("slow.jsonl", items.join("\n"));
+    let child = dir
+        .command()
+        .args(["score", "slow.jsonl", "--jobs", "2", "--out", "first.jsonl"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start progscore");
+    let pid = child.id();
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    // SAFETY: sends SIGINT to our own child process.
+    unsafe {
+        libc_kill(pid as i32, 2);
+    }
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    let left = std::process::Command::new("docker")
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            "label=progscore.owner",
+            "--format",
+            "{{.Names}} {{.Label \"progscore.owner\"}}",
+        ])
+        .output()
+        .expect("docker ps");
+    let left = String::from_utf8_lossy(&left.stdout).to_string();
+    // Every container of that process carries progscore.owner=progscore-<pid>-...
+    let pid_tag = format!("progscore-{pid}-");
+    assert!(
+        !left.lines().any(|l| l.contains(&pid_tag)),
+        "containers left: {left}"
+    );
+    let first = result_lines(&std::fs::read_to_string(dir.path().join("first.jsonl")).unwrap());
+    assert!(
+        !first.is_empty() && first.len() < 8,
+        "{} scored before the interrupt",
+        first.len()
+    );
+
+    let output = dir.run(&["score", "slow.jsonl", "--jobs", "4"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let second = result_lines(&stdout(&output));
+    assert_eq!(second.len(), 8);
+    let stored = second.iter().filter(|l| l["evidence"] == "stored").count();
+    assert_eq!(
+        stored,
+        first.len(),
+        "items finished before the interrupt were not run again"
+    );
+    let observations = result_lines(&stdout(&dir.run(&["observations", "list"])));
+    assert_eq!(observations.len(), 8, "each item ran exactly once");
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, signal: i32) -> i32;
+}
