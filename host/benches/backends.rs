@@ -5,18 +5,13 @@
 //! `cargo bench -p progscore --bench backends` (after scripts/setup.sh).
 //! PROGSCORE_BENCH_PROGRAMS sets how many programs (default 120).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use progscore::backends::Backends;
-use progscore_sandbox::{Invocation, Outcome, ProfileSpec, RuntimeProfile, SandboxClient};
-
-#[derive(serde::Deserialize)]
-struct GeneratedConfig {
-    profiles: BTreeMap<String, ProfileSpec>,
-}
+use progscore::config::Config;
+use progscore_sandbox::{Invocation, Outcome, RuntimeProfile, SandboxClient};
 
 fn main() {
     let count: usize = std::env::var("PROGSCORE_BENCH_PROGRAMS")
@@ -24,15 +19,11 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(120);
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../progscore.toml");
-    let text = std::fs::read_to_string(&path).expect("progscore.toml: run scripts/setup.sh");
-    let config: GeneratedConfig = toml::from_str(&text).expect("config");
+    let config = Config::load(&path).expect("progscore.toml: run scripts/setup.sh");
     let names = ["python", "python-gvisor", "python-wasi"];
     let profiles: Vec<RuntimeProfile> = names
         .iter()
-        .map(|name| {
-            RuntimeProfile::from_spec(name, &config.profiles[*name], Path::new("."))
-                .expect("profile")
-        })
+        .map(|name| config.profile(name).expect("profile").clone())
         .collect();
     let backends = Backends::new(profiles).expect("backends");
     let programs: Vec<(String, String)> = (0..count)

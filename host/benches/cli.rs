@@ -9,8 +9,7 @@
 //!
 //! `cargo bench -p progscore --bench cli` (after scripts/setup.sh).
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -274,10 +273,13 @@ fn mb(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
-/// Runs progscore and samples its VmHWM (peak resident set, KiB) until it exits.
+/// Runs progscore and returns its peak resident set (KiB, from wait4's
+/// rusage: exact, however short the process) and its wall time.
 fn peak_rss(config: &Path, args: &[&str]) -> (u64, Duration) {
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_progscore"))
+    // Reaped by wait4 below, which also yields the peak RSS.
+    #[allow(clippy::zombie_processes)]
+    let child = Command::new(env!("CARGO_BIN_EXE_progscore"))
         .arg("--config")
         .arg(config)
         .args(args)
@@ -285,28 +287,15 @@ fn peak_rss(config: &Path, args: &[&str]) -> (u64, Duration) {
         .stderr(Stdio::null())
         .spawn()
         .expect("progscore");
-    let status_path = PathBuf::from(format!("/proc/{}/status", child.id()));
-    let mut peak = 0;
-    loop {
-        if let Ok(status) = std::fs::read_to_string(&status_path) {
-            let hwm: BTreeMap<&str, u64> = status
-                .lines()
-                .filter_map(|l| l.split_once(':'))
-                .filter(|(k, _)| *k == "VmHWM")
-                .filter_map(|(k, v)| {
-                    v.trim()
-                        .trim_end_matches(" kB")
-                        .parse()
-                        .ok()
-                        .map(|v| (k, v))
-                })
-                .collect();
-            peak = peak.max(hwm.get("VmHWM").copied().unwrap_or(0));
-        }
-        if child.try_wait().expect("wait").is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    (peak, started.elapsed())
+    let mut status = 0;
+    // SAFETY: plain structs filled by the kernel for our own child, which std
+    // has not reaped (we never call wait on `child`).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let reaped = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, child.id() as i32, "wait4 failed");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "progscore {args:?} failed"
+    );
+    (usage.ru_maxrss as u64, started.elapsed())
 }

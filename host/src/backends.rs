@@ -136,15 +136,7 @@ impl SandboxClient for Backends {
             Some((_, client)) => client.execute(program, profile, invocations),
             None => {
                 let error = match backend {
-                    None => SandboxError::UnknownProfile {
-                        name: profile.to_string(),
-                        known: self
-                            .profiles
-                            .iter()
-                            .map(|p| p.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    },
+                    None => SandboxError::unknown_profile(profile, &self.profiles),
                     Some(backend) => SandboxError::WrongBackend {
                         profile: profile.to_string(),
                         backend: backend.to_string(),

@@ -280,15 +280,7 @@ impl Inner {
             .profiles
             .iter()
             .find(|p| p.name == profile_name)
-            .ok_or_else(|| SandboxError::UnknownProfile {
-                name: profile_name.to_string(),
-                known: self
-                    .profiles
-                    .iter()
-                    .map(|p| p.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?;
+            .ok_or_else(|| SandboxError::unknown_profile(profile_name, &self.profiles))?;
         if profile.backend != Backend::Docker {
             return Err(SandboxError::WrongBackend {
                 profile: profile.name.clone(),

@@ -120,6 +120,21 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
+    /// `UnknownProfile` for `name`, listing the profiles a client knows.
+    pub fn unknown_profile<'p>(
+        name: &str,
+        known: impl IntoIterator<Item = &'p RuntimeProfile>,
+    ) -> SandboxError {
+        SandboxError::UnknownProfile {
+            name: name.to_string(),
+            known: known
+                .into_iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+
     /// Whether this is a passing infrastructure fault (worth retrying later)
     /// rather than a configuration problem the user must fix.
     pub fn is_transient(&self) -> bool {

@@ -127,15 +127,7 @@ impl SandboxClient for ScriptedClient {
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         Box::pin(async move {
             if self.profile(profile).is_none() {
-                return Err(SandboxError::UnknownProfile {
-                    name: profile.to_string(),
-                    known: self
-                        .profiles
-                        .iter()
-                        .map(|p| p.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                });
+                return Err(SandboxError::unknown_profile(profile, &self.profiles));
             }
             self.counters.started.fetch_add(1, Ordering::SeqCst);
             let mut guard = CancelGuard {

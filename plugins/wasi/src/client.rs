@@ -160,15 +160,7 @@ impl WasiClient {
         let profile = self
             .profiles
             .get(name)
-            .ok_or_else(|| SandboxError::UnknownProfile {
-                name: name.to_string(),
-                known: self
-                    .profiles()
-                    .iter()
-                    .map(|p| p.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?;
+            .ok_or_else(|| SandboxError::unknown_profile(name, self.profiles()))?;
         if profile.backend != Backend::Wasi {
             return Err(SandboxError::WrongBackend {
                 profile: name.to_string(),
