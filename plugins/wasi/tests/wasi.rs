@@ -145,6 +145,9 @@ async fn subprocess_and_fork_are_ordinary_failures() {
 
 #[tokio::test]
 async fn busy_loop_and_sleep_time_out_within_the_deadline() {
+    // Verify and compile first (about a minute on a fresh target folder), so
+    // the clock below measures the invocation, not the compiler.
+    client().prepare("wasi-short").await.expect("prepare");
     for probe in [probes::busy_loop(), probes::long_sleep()] {
         let name = probe.name;
         let started = Instant::now();
