@@ -1,7 +1,7 @@
 //! The Docker implementation of [`SandboxClient`].
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bollard::query_parameters::ListContainersOptionsBuilder;
@@ -251,6 +251,7 @@ impl Inner {
                         ),
                     })?;
                 let facts = EngineFacts::read(&docker).await?;
+                sweep_orphans(&docker).await;
                 Ok((docker, facts))
             })
             .await
@@ -333,5 +334,68 @@ impl Inner {
             events,
             sandbox_warnings: warnings,
         })
+    }
+}
+
+/// Removes containers left by progscore processes that no longer exist (a
+/// process killed with SIGKILL cannot clean up after itself). Owner labels
+/// carry the creating process's pid; a container whose owner pid is alive,
+/// or whose label is not ours, is left alone.
+async fn sweep_orphans(docker: &Docker) {
+    let filters = HashMap::from([("label".to_string(), vec![OWNER_LABEL.to_string()])]);
+    let options = ListContainersOptionsBuilder::new()
+        .all(true)
+        .filters(&filters)
+        .build();
+    let Ok(containers) = docker.list_containers(Some(options)).await else {
+        return;
+    };
+    for container in containers {
+        let owner = container
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get(OWNER_LABEL))
+            .cloned()
+            .unwrap_or_default();
+        let Some(pid) = owner_pid(&owner) else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let Some(id) = container.id else { continue };
+        let options = bollard::query_parameters::RemoveContainerOptionsBuilder::new()
+            .force(true)
+            .v(true)
+            .build();
+        match docker.remove_container(&id, Some(options)).await {
+            Ok(()) => tracing::warn!("removed container {id} left by dead progscore process {pid}"),
+            Err(err) => tracing::warn!(
+                "cannot remove container {id} left by dead progscore process {pid}: {}",
+                engine::describe(&err)
+            ),
+        }
+    }
+}
+
+/// The pid in an owner label `progscore-<pid>-<hex>`.
+pub(crate) fn owner_pid(owner: &str) -> Option<u32> {
+    let rest = owner.strip_prefix("progscore-")?;
+    let (pid, tag) = rest.split_once('-')?;
+    (!tag.is_empty() && tag.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::owner_pid;
+
+    #[test]
+    fn owner_labels_name_their_process() {
+        assert_eq!(owner_pid("progscore-4242-00ff"), Some(4242));
+        assert_eq!(owner_pid("progscore-4242-"), None);
+        assert_eq!(owner_pid("bench-cli-loop"), None);
+        assert_eq!(owner_pid("progscore-x-00"), None);
     }
 }

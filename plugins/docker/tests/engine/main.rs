@@ -617,3 +617,50 @@ async fn remove_for_real(name: &str) {
         .build();
     let _ = docker().remove_container(name, Some(options)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn containers_of_a_killed_progscore_are_swept_on_next_use() {
+    // A container as a progscore process killed with SIGKILL would leave it:
+    // our label, an owner pid that no longer exists, still running.
+    let dead_pid = 3_999_999;
+    assert!(!Path::new(&format!("/proc/{dead_pid}")).exists());
+    let engine = docker();
+    let name = format!("progscore-orphan-{}", std::process::id());
+    let image = profile(RUNC).image().unwrap().to_string();
+    let body = bollard::models::ContainerCreateBody {
+        image: Some(image),
+        entrypoint: Some(vec!["python3".into()]),
+        cmd: Some(vec!["-c".into(), "import time; time.sleep(600)".into()]),
+        labels: Some(std::collections::HashMap::from([(
+            "progscore.owner".to_string(),
+            format!("progscore-{dead_pid}-dead"),
+        )])),
+        host_config: Some(bollard::models::HostConfig {
+            network_mode: Some("none".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = bollard::query_parameters::CreateContainerOptionsBuilder::new()
+        .name(&name)
+        .build();
+    engine
+        .create_container(Some(options), body)
+        .await
+        .expect("create orphan");
+    engine
+        .start_container(
+            &name,
+            None::<bollard::query_parameters::StartContainerOptions>,
+        )
+        .await
+        .expect("start orphan");
+
+    let h = harness(vec![profile(RUNC)]);
+    let run = h.run_one(RUNC, SQUARE, &["3"]).await;
+    assert_eq!(stdout(&run, 0), "9\n");
+    let gone = engine
+        .inspect_container(&name, None::<InspectContainerOptions>)
+        .await;
+    assert!(gone.is_err(), "the orphan is still there");
+}
