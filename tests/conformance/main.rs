@@ -187,6 +187,7 @@ async fn memory_hog_is_stopped_cleanly(kind: Kind) {
 }
 
 async fn timeout_probe(kind: Kind, program: &str) {
+    backends().await; // set up (and compile) before the clock starts
     let started = Instant::now();
     let run = run(kind, program, Invocation::default()).await;
     let took = started.elapsed();
@@ -291,6 +292,7 @@ async fn non_utf8_output_is_kept_as_bytes(kind: Kind) {
 
 async fn orphans_do_not_keep_the_run_alive(kind: Kind) {
     let program = "import os, time\ntry:\n    if os.fork() == 0:\n        time.sleep(60)\n        os._exit(0)\n    print('parent done')\nexcept Exception as e:\n    print('no processes', type(e).__name__)\n";
+    backends().await; // set up (and compile) before the clock starts
     let started = Instant::now();
     let run = run(kind, program, Invocation::default()).await;
     assert_eq!(exited(&run), 0, "{run:?}");
