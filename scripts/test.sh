@@ -8,4 +8,4 @@ bash scripts/setup.sh
 export PROGSCORE_CONFIG="$REPO_ROOT/progscore.toml"
 # The end-to-end tests drive the built binary.
 cargo build --locked -p progscore
-cargo test --workspace --all-features --locked "$@"
+cargo test --workspace --all-features --locked --no-fail-fast "$@"

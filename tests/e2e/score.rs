@@ -315,7 +315,17 @@ fn an_interrupted_batch_cleans_up_and_resumes_without_running_anything_twice() {
         .spawn()
         .expect("start progscore");
     let pid = child.id();
-    std::thread::sleep(std::time::Duration::from_millis(3500));
+    // Interrupt once the first result is written (a fresh machine first
+    // compiles the comparators, so a fixed delay would not do).
+    let first_path = dir.path().join("first.jsonl");
+    let waited = std::time::Instant::now();
+    while std::fs::read_to_string(&first_path).map_or(true, |t| t.lines().count() == 0) {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(120),
+            "no result after 120 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     // SAFETY: sends SIGINT to our own child process.
     unsafe {
         libc_kill(pid as i32, 2);
