@@ -311,7 +311,7 @@ async fn in_process_execution_runs_the_same_probes() {
 }
 
 #[tokio::test]
-#[ignore = "compiles a second, fuel-metered module (about a minute, once per machine)"]
+// Compiles a second, fuel-metered module (about a minute, once per machine).
 async fn fuel_runs_out_as_timed_out() {
     let fueled = profile("wasi-fuel", |s| s.limits.fuel = Some(500_000_000));
     let root = tempfile::tempdir().expect("tempdir");
