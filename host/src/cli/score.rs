@@ -23,6 +23,9 @@ use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK};
 /// life waiting on the engine, not on a core.
 const JOBS_PER_CORE: usize = 3;
 
+/// Rescored items written per transaction.
+const RESCORE_CHUNK: usize = 1000;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FailOn {
     /// Exit 1 when any item is false.
@@ -197,39 +200,50 @@ pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
     let started = Instant::now();
     let mut summary = Summary::default();
     let mut changed = Vec::new();
-    for item in items {
-        let request = RescoreRequest {
-            item_id: Some(item.id.clone()),
-            program: ProgramInput::Inline(item.program),
-            expectation: item.expectation,
-        };
-        match session.replayer.rescore(request) {
-            Ok(rescore) => {
-                let previous = rescore
-                    .previous
-                    .as_ref()
-                    .map(|p| verdict_word(p.record.status, p.record.value));
-                out.line(&result_line(
-                    &rescore.score,
-                    Some((rescore.changed, previous.clone())),
-                ))?;
-                if rescore.changed {
-                    changed.push(format!(
-                        "{}: {} -> {}",
-                        item.id,
-                        previous.unwrap_or_else(|| "none".into()),
-                        verdict_word(rescore.score.status, rescore.score.value)
-                    ));
+    // Scores are written 1,000 to a transaction: several times faster than
+    // one commit each (see the scoring benchmark), and an interrupted rescore
+    // loses at most the chunk in progress, which the next rescore redoes.
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
+        let chunk: Vec<BatchItem> = items.by_ref().take(RESCORE_CHUNK).collect();
+        let requests = chunk
+            .iter()
+            .map(|item| RescoreRequest {
+                item_id: Some(item.id.clone()),
+                program: ProgramInput::Inline(item.program.clone()),
+                expectation: item.expectation.clone(),
+            })
+            .collect();
+        let results = session.replayer.rescore_batch(requests)?;
+        for (item, result) in chunk.iter().zip(results) {
+            match result {
+                Ok(rescore) => {
+                    let previous = rescore
+                        .previous
+                        .as_ref()
+                        .map(|p| verdict_word(p.record.status, p.record.value));
+                    out.line(&result_line(
+                        &rescore.score,
+                        Some((rescore.changed, previous.clone())),
+                    ))?;
+                    if rescore.changed {
+                        changed.push(format!(
+                            "{}: {} -> {}",
+                            item.id,
+                            previous.unwrap_or_else(|| "none".into()),
+                            verdict_word(rescore.score.status, rescore.score.value)
+                        ));
+                    }
+                    summary.add(&rescore.score);
                 }
-                summary.add(&rescore.score);
-            }
-            Err(err) => {
-                eprintln!(
-                    "progscore: {}:{}: field `expectation`: {err}",
-                    args.batch.display(),
-                    item.line
-                );
-                summary.errors += 1;
+                Err(err) => {
+                    eprintln!(
+                        "progscore: {}:{}: field `expectation`: {err}",
+                        args.batch.display(),
+                        item.line
+                    );
+                    summary.errors += 1;
+                }
             }
         }
     }
