@@ -132,8 +132,8 @@ impl SandboxClient for Backends {
         invocations: &'a [Invocation],
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         let backend = self.by_profile.get(profile).copied();
-        match backend.and_then(|b| self.client_for(b).map(|c| (b, c))) {
-            Some((_, client)) => client.execute(program, profile, invocations),
+        match backend.and_then(|b| self.client_for(b)) {
+            Some(client) => client.execute(program, profile, invocations),
             None => {
                 let error = match backend {
                     None => SandboxError::unknown_profile(profile, &self.profiles),

@@ -134,12 +134,7 @@ impl Config {
         }
         let mut comparators = Vec::new();
         for (name, section) in file.comparators {
-            let valid = section.sha256.len() == 64
-                && section
-                    .sha256
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-            if !valid {
+            if !progscore_sandbox::is_sha256_hex(&section.sha256) {
                 return Err(ConfigError::Profile {
                     location: locate(&shown, text, &format!("comparators.{name}")),
                     message: format!(

@@ -162,7 +162,7 @@ pub(crate) async fn check_image(
         }
         Err(err) => return Err(unavailable(err)),
     };
-    let volumes = declared_volumes(inspect.config.as_ref().and_then(|c| c.volumes.clone()));
+    let volumes = inspect.config.and_then(|c| c.volumes).unwrap_or_default();
     if !volumes.is_empty() {
         return Err(SandboxError::ArtifactRefused {
             profile: profile.name.clone(),
@@ -178,10 +178,6 @@ pub(crate) async fn check_image(
         image_id: inspect.id.unwrap_or_default(),
         repo_digests: inspect.repo_digests.unwrap_or_default(),
     })
-}
-
-fn declared_volumes(volumes: Option<Vec<String>>) -> Vec<String> {
-    volumes.unwrap_or_default()
 }
 
 /// An engine call that failed: the engine is unreachable or misbehaving.

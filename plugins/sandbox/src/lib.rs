@@ -24,6 +24,6 @@ pub use client::{BoxFuture, SandboxClient, SandboxError};
 pub use invocation::Invocation;
 pub use profile::{
     Artifact, Backend, ImageRef, Limits, LimitsSpec, PinnedFile, ProfileError, ProfileSpec,
-    RuntimeProfile,
+    RuntimeProfile, is_sha256_hex,
 };
 pub use run::{CapturedStream, InvocationEvent, Outcome, ProgramRun, Provenance};

@@ -424,7 +424,8 @@ impl RuntimeProfile {
     }
 }
 
-fn is_sha256_hex(hex: &str) -> bool {
+/// Whether `hex` is a sha256 as progscore pins them: 64 lower-case hex digits.
+pub fn is_sha256_hex(hex: &str) -> bool {
     hex.len() == 64
         && hex
             .bytes()
