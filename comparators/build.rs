@@ -44,6 +44,7 @@ fn main() {
     for path in [
         "Cargo.toml",
         "Cargo.lock",
+        ".cargo/config.toml",
         "support",
         "builtin",
         "hostile",
