@@ -14,6 +14,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use progscore_comparators::{ComparatorHost, ComparisonOutcome, HostOptions, ObservedStream};
+use regex_automata::MatchKind;
+use regex_automata::meta;
+use regex_automata::util::syntax;
 
 const WARMUP: usize = 200;
 const SAMPLES: usize = 3000;
@@ -74,23 +77,26 @@ fn main() {
     });
     row("equals (match)", wasm, native);
 
-    let regex_params = r#"{"value":"(?m)^line 31: [a-z]+$"}"#;
-    let wasm = time(|| call(&host, "regex", regex_params, &observed));
-    let native = time(|| {
-        // The guest compiles its pattern on every call (fresh instance), so
-        // the native side does too.
-        let re = regex::bytes::Regex::new("(?m)^line 31: [a-z]+$").expect("regex");
-        black_box(re.is_match(&output))
-    });
+    // The guest compiles its pattern on every call (fresh instance), so the
+    // native side does too, with the same engines: on outputs this short the
+    // guest leaves out the lazy DFA (see guests/builtin/regex).
+    let pattern = "(?m)^line 31: [a-z]+$";
+    let regex_params = serde_json::json!({ "value": pattern }).to_string();
+    let wasm = time(|| call(&host, "regex", &regex_params, &observed));
+    let native = time(|| black_box(native_regex(pattern, false).is_match(&output)));
     row("regex (search, match at the end)", wasm, native);
-
-    // The same with a literal pattern: most of the row above is compiling the
-    // pattern inside the guest, which a fresh instance does on every call.
-    let wasm = time(|| call(&host, "regex", r#"{"value":"line 31"}"#, &observed));
     let native = time(|| {
-        let re = regex::bytes::Regex::new("line 31").expect("regex");
+        let re = regex::bytes::Regex::new(pattern).expect("regex");
         black_box(re.is_match(&output))
     });
+    row(
+        "  native with the regex crate's defaults",
+        Duration::ZERO,
+        native,
+    );
+
+    let wasm = time(|| call(&host, "regex", r#"{"value":"line 31"}"#, &observed));
+    let native = time(|| black_box(native_regex("line 31", false).is_match(&output)));
     row("regex (literal pattern)", wasm, native);
 
     // The floor: a fresh instance and a call that only parses its params.
@@ -105,6 +111,18 @@ fn main() {
     let wasm = time(|| call(&host, "contains", r#"{"value":"line 31"}"#, &observed));
     let native = time(|| black_box(output.windows(7).any(|w| w == b"line 31")));
     row("contains", wasm, native);
+
+    // A long output takes the guest's other path: the pattern is compiled a
+    // second time with the lazy DFA, which then searches.
+    let long: Vec<u8> = output.repeat(64);
+    let long_observed = ObservedStream::complete(long.clone());
+    let wasm = time_n(300, || call(&host, "regex", &regex_params, &long_observed));
+    let native = time_n(300, || {
+        black_box(native_regex(pattern, false));
+        black_box(native_regex(pattern, true).is_match(&long))
+    });
+    println!();
+    row("regex on 64 KiB of output", wasm, native);
 
     // Several threads at once, to show the pool is not a bottleneck.
     let threads = 2;
@@ -139,11 +157,32 @@ fn call(host: &ComparatorHost, name: &str, params: &str, observed: &ObservedStre
     assert_eq!(outcome, ComparisonOutcome::Match, "{name}");
 }
 
-fn time<R>(mut f: impl FnMut() -> R) -> Duration {
+/// Compiles `pattern` as the regex built-in does: `regex::bytes` semantics,
+/// with or without the lazy DFA.
+fn native_regex(pattern: &str, lazy_dfa: bool) -> meta::Regex {
+    meta::Builder::new()
+        .configure(
+            meta::Config::new()
+                .match_kind(MatchKind::LeftmostFirst)
+                .utf8_empty(false)
+                .nfa_size_limit(Some(8 << 20))
+                .hybrid_cache_capacity(2 << 20)
+                .hybrid(lazy_dfa),
+        )
+        .syntax(syntax::Config::new().utf8(false))
+        .build(pattern)
+        .expect("regex")
+}
+
+fn time<R>(f: impl FnMut() -> R) -> Duration {
+    time_n(SAMPLES, f)
+}
+
+fn time_n<R>(samples: usize, mut f: impl FnMut() -> R) -> Duration {
     for _ in 0..WARMUP {
         black_box(f());
     }
-    let mut samples: Vec<Duration> = (0..SAMPLES)
+    let mut samples: Vec<Duration> = (0..samples)
         .map(|_| {
             let started = Instant::now();
             black_box(f());
@@ -162,11 +201,17 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// One line of the table; a zero WASM time leaves its column empty.
 fn row(name: &str, wasm: Duration, native: Duration) {
+    let wasm = if wasm.is_zero() {
+        String::new()
+    } else {
+        format!("{:.1} µs", wasm.as_secs_f64() * 1e6)
+    };
     println!(
-        "{:<44} {:>9.1} µs {:>10.2} µs",
+        "{:<44} {:>12} {:>10.2} µs",
         name,
-        wasm.as_secs_f64() * 1e6,
+        wasm,
         native.as_secs_f64() * 1e6
     );
 }

@@ -259,6 +259,76 @@ fn regex_truth_table() {
     ]);
 }
 
+/// The regex built-in searches short outputs and long ones with different
+/// engines (the lazy DFA only pays for itself on long ones); the answer must
+/// not depend on which. Each case is checked with its key text at the end of
+/// outputs from tiny to 64 KiB, across the switch at a few KiB.
+#[test]
+fn regex_answers_do_not_depend_on_output_length() {
+    // (params, tail appended to the filler, truncated?, expected letter)
+    let cases: &[(&str, &[u8], bool, char)] = &[
+        (
+            r#"{"value":"(?m)^line 31: [a-z]+$"}"#,
+            b"line 31: abc\n",
+            false,
+            'M',
+        ),
+        (
+            r#"{"value":"(?m)^line 31: [a-z]+$"}"#,
+            b"line 31: abc1\n",
+            false,
+            'X',
+        ),
+        (r#"{"value":"\\b42\\b"}"#, b"answer: 42\n", false, 'M'),
+        (r#"{"value":"\\b42\\b"}"#, b"answer: 421\n", false, 'X'),
+        (r#"{"value":"(?s).*needle"}"#, b"a needle", false, 'M'),
+        (r#"{"value":"(?s).*needle"}"#, b"a needl", false, 'X'),
+        (
+            r#"{"value":"(?i)HELLO,? WORLD"}"#,
+            "héllo hello world".as_bytes(),
+            false,
+            'M',
+        ),
+        (
+            r#"{"value":"[a-z\\s]+","full_match":true}"#,
+            b"done\n",
+            false,
+            'M',
+        ),
+        (
+            r#"{"value":"[a-z\\s]+","full_match":true}"#,
+            b"done 1\n",
+            false,
+            'X',
+        ),
+        (r#"{"value":"(?-u:\\xFF)ok"}"#, b"\xffok", false, 'M'),
+        (r#"{"value":"^.ok$"}"#, b"\xffok", false, 'X'),
+        // Truncated: a match before the end is proven, one at the end is not.
+        (r#"{"value":"\\d+ apples"}"#, b"12 apples and", true, 'M'),
+        (r#"{"value":"apples$"}"#, b"12 apples", true, 'U'),
+    ];
+    let mut failures = Vec::new();
+    for filler_len in [0usize, 100, 1000, 2000, 2100, 5000, 64 << 10] {
+        // Whole lines of lowercase words, so the tail starts a line.
+        let filler = b"filler text\n".repeat(filler_len.div_ceil(12));
+        for (params, tail, truncated, want) in cases {
+            let output = [filler.as_slice(), tail].concat();
+            let outcome = if *truncated {
+                run_truncated("regex", params, &output, output.len() as u64 + 100)
+            } else {
+                run("regex", params, &output)
+            };
+            if letter(&outcome) != *want {
+                failures.push(format!(
+                    "{params} with {filler_len} filler bytes then {:?}: want {want}, got {outcome:?}",
+                    String::from_utf8_lossy(tail)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
 #[test]
 fn json_truth_table() {
     check(&[
