@@ -23,7 +23,31 @@ impl Dir {
             .expect("the generated progscore.toml: run scripts/setup.sh");
         let config = config.replace("path = \"progscore.db\"", "path = \"evidence.db\"");
         std::fs::write(dir.path().join("progscore.toml"), config).expect("write config");
+        std::fs::create_dir(dir.path().join("tmp")).expect("private tmp");
         Dir { dir }
+    }
+
+    /// Rewrites the config (e.g. to tighten a limit).
+    pub fn edit_config(&self, edit: impl FnOnce(String) -> String) {
+        let path = self.dir.path().join("progscore.toml");
+        let text = std::fs::read_to_string(&path).expect("read config");
+        std::fs::write(&path, edit(text)).expect("write config");
+    }
+
+    /// The folder progscore processes of this `Dir` keep their owner locks
+    /// and workspaces in: their temporary folder is private to the `Dir`, so
+    /// what they leave behind can be seen.
+    pub fn owner_root(&self) -> PathBuf {
+        // SAFETY: geteuid has no preconditions.
+        let uid = unsafe { libc::geteuid() };
+        self.dir.path().join("tmp").join(format!("progscore-{uid}"))
+    }
+
+    /// Entries left in [`Self::owner_root`] (lock files, owner folders).
+    pub fn owner_leftovers(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(self.owner_root())
+            .map(|dir| dir.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
     }
 
     /// The folder.
@@ -47,6 +71,7 @@ impl Dir {
         command
             .current_dir(self.dir.path())
             .env("PROGSCORE_CONFIG", self.dir.path().join("progscore.toml"))
+            .env("TMPDIR", self.dir.path().join("tmp"))
             .env_remove("RUST_BACKTRACE");
         command
     }
@@ -77,6 +102,22 @@ pub fn binary() -> PathBuf {
         binary.display()
     );
     binary
+}
+
+/// Result lines (JSON) of a `score` output.
+pub fn result_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+/// `true`, `false` or `undetermined`, from a result line.
+pub fn verdict(line: &serde_json::Value) -> String {
+    match (&line["status"], &line["value"]) {
+        (s, serde_json::Value::Bool(b)) if s == "complete" => b.to_string(),
+        (s, serde_json::Value::Null) if s == "undetermined" => "undetermined".into(),
+        other => panic!("bad status/value {other:?} in {line}"),
+    }
 }
 
 /// stdout as text.

@@ -88,8 +88,9 @@ pub struct ObservationSummary {
     pub invocations: usize,
     /// Each event's outcome kind (`exited`, `timed_out`, ...), in order.
     pub outcomes: Vec<String>,
-    /// Whether any event was a sandbox error or not run.
-    pub infrastructure_fault: bool,
+    /// Whether any event proves nothing about the program (a sandbox error,
+    /// not run, an unconfirmed timeout): such a run is never reused.
+    pub unproven: bool,
     /// When it was recorded.
     pub created_at: String,
     /// How many scores link to it.

@@ -386,7 +386,7 @@ impl EvidenceStore {
                             .iter()
                             .map(|event| event.outcome.kind().to_string())
                             .collect(),
-                        infrastructure_fault: run.has_infrastructure_fault(),
+                        unproven: run.rests_on_unproven_conditions(),
                         id,
                         attempt_key,
                         profile,

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use progscore_docker::{DockerClient, DockerOptions, EngineReport};
 use progscore_sandbox::{
-    Backend, BoxFuture, Invocation, ProgramRun, RuntimeProfile, SandboxClient, SandboxError,
+    Backend, BoxFuture, Invocation, Preflight, ProgramRun, RuntimeProfile, SandboxClient,
+    SandboxError,
 };
 use progscore_wasi::{WasiClient, WasiOptions, WorkerCommand};
 
@@ -30,14 +31,17 @@ pub enum WasiWorkers {
 }
 
 impl Backends {
-    /// Builds the backends the profiles use; WASI guests run as [`WasiWorkers::Auto`].
+    /// Builds the backends the profiles use, with default Docker options;
+    /// WASI guests run as [`WasiWorkers::Auto`].
     pub fn new(profiles: Vec<RuntimeProfile>) -> Result<Backends, SandboxError> {
-        Backends::with_wasi_workers(profiles, WasiWorkers::Auto)
+        Backends::build(profiles, DockerOptions::default(), WasiWorkers::Auto)
     }
 
-    /// Builds the backends the profiles use, with WASI guests run as said.
-    pub fn with_wasi_workers(
+    /// Builds the backends the profiles use: Docker with `docker`, WASI
+    /// guests run as `workers` says.
+    pub fn build(
         profiles: Vec<RuntimeProfile>,
+        docker: DockerOptions,
         workers: WasiWorkers,
     ) -> Result<Backends, SandboxError> {
         let of = |backend: Backend| -> Vec<RuntimeProfile> {
@@ -51,10 +55,7 @@ impl Backends {
         let docker = if docker_profiles.is_empty() {
             None
         } else {
-            Some(DockerClient::new(
-                docker_profiles,
-                DockerOptions::default(),
-            )?)
+            Some(DockerClient::new(docker_profiles, docker)?)
         };
         let wasi_profiles = of(Backend::Wasi);
         let wasi = if wasi_profiles.is_empty() {
@@ -67,7 +68,7 @@ impl Backends {
                     None => WasiOptions::in_process(),
                 },
             };
-            Some(WasiClient::new(wasi_profiles, options))
+            Some(WasiClient::new(wasi_profiles, options)?)
         };
         Ok(Backends {
             wasi,
@@ -131,20 +132,33 @@ impl SandboxClient for Backends {
         profile: &'a str,
         invocations: &'a [Invocation],
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        let backend = self.by_profile.get(profile).copied();
-        match backend.and_then(|b| self.client_for(b)) {
-            Some(client) => client.execute(program, profile, invocations),
-            None => {
-                let error = match backend {
-                    None => SandboxError::unknown_profile(profile, &self.profiles),
-                    Some(backend) => SandboxError::WrongBackend {
-                        profile: profile.to_string(),
-                        backend: backend.to_string(),
-                    },
-                };
-                Box::pin(async move { Err(error) })
-            }
+        match self.route(profile) {
+            Ok(client) => client.execute(program, profile, invocations),
+            Err(error) => Box::pin(async move { Err(error) }),
         }
+    }
+
+    fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
+        match self.route(profile) {
+            Ok(client) => client.preflight(profile),
+            Err(error) => Box::pin(async move { Err(error) }),
+        }
+    }
+}
+
+impl Backends {
+    /// The client that runs `profile`.
+    fn route(&self, profile: &str) -> Result<&dyn SandboxClient, SandboxError> {
+        let backend = self.by_profile.get(profile).copied();
+        backend
+            .and_then(|b| self.client_for(b))
+            .ok_or_else(|| match backend {
+                None => SandboxError::unknown_profile(profile, &self.profiles),
+                Some(backend) => SandboxError::WrongBackend {
+                    profile: profile.to_string(),
+                    backend: backend.to_string(),
+                },
+            })
     }
 }
 

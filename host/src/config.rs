@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use progscore_sandbox::{ProfileSpec, RuntimeProfile};
 use serde::Deserialize;
@@ -21,6 +22,38 @@ pub struct Config {
     pub profiles: Vec<RuntimeProfile>,
     /// User comparators, pinned by sha256.
     pub comparators: Vec<UserComparator>,
+    /// How the Docker backend bounds the engine's work (`[docker]`).
+    pub docker: DockerSettings,
+}
+
+/// The `[docker]` section: bounds on the engine's work, never the program's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DockerSettings {
+    /// Bound on each engine request (`engine_timeout`, default 2m).
+    pub engine_timeout: Duration,
+    /// How long a run waits for an engine that stopped answering
+    /// (`outage_wait`, default 2m).
+    pub outage_wait: Duration,
+}
+
+impl Default for DockerSettings {
+    fn default() -> Self {
+        DockerSettings {
+            engine_timeout: progscore_docker::DEFAULT_ENGINE_TIMEOUT,
+            outage_wait: progscore_docker::DEFAULT_OUTAGE_WAIT,
+        }
+    }
+}
+
+impl DockerSettings {
+    /// The Docker backend's options: these bounds, the rest as default.
+    pub fn options(&self) -> progscore_docker::DockerOptions {
+        progscore_docker::DockerOptions {
+            engine_timeout: self.engine_timeout,
+            outage_wait: self.outage_wait,
+            ..progscore_docker::DockerOptions::default()
+        }
+    }
 }
 
 /// A user comparator as configured: a component file pinned by sha256.
@@ -73,6 +106,15 @@ struct ConfigFile {
     profiles: BTreeMap<String, ProfileSpec>,
     #[serde(default)]
     comparators: BTreeMap<String, ComparatorSection>,
+    #[serde(default)]
+    docker: DockerSection,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct DockerSection {
+    engine_timeout: Option<String>,
+    outage_wait: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -153,6 +195,30 @@ impl Config {
                 sha256: section.sha256,
             });
         }
+        let mut docker = DockerSettings::default();
+        for (field, value, target) in [
+            (
+                "engine_timeout",
+                &file.docker.engine_timeout,
+                &mut docker.engine_timeout,
+            ),
+            (
+                "outage_wait",
+                &file.docker.outage_wait,
+                &mut docker.outage_wait,
+            ),
+        ] {
+            let Some(value) = value else { continue };
+            *target = humantime::parse_duration(value)
+                .ok()
+                .filter(|d| *d >= Duration::from_secs(1))
+                .ok_or_else(|| ConfigError::Profile {
+                    location: locate(&shown, text, "docker"),
+                    message: format!(
+                        "docker.{field} = {value:?}: not a duration of at least 1s (e.g. \"2m\")"
+                    ),
+                })?;
+        }
         let store_path =
             if file.store.path.is_absolute() || file.store.path == Path::new(":memory:") {
                 file.store.path
@@ -164,6 +230,7 @@ impl Config {
             store_path,
             profiles,
             comparators,
+            docker,
         })
     }
 
@@ -176,9 +243,9 @@ impl Config {
 /// `file:line` of a table header such as `[profiles.python]`, or the file alone.
 fn locate(path: &str, text: &str, table: &str) -> String {
     let header = format!("[{table}]");
-    let quoted = {
-        let (section, name) = table.split_once('.').unwrap_or((table, ""));
-        format!("[{section}.\"{name}\"]")
+    let quoted = match table.split_once('.') {
+        Some((section, name)) => format!("[{section}.\"{name}\"]"),
+        None => header.clone(),
     };
     text.lines()
         .position(|line| {
@@ -221,6 +288,26 @@ mod tests {
             message.contains("c.toml") && message.contains("line 6") && message.contains("memroy"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn engine_bounds_are_read_and_bad_ones_named() {
+        let text = format!(
+            "[docker]\nengine_timeout = \"30s\"\noutage_wait = \"5m\"\n[profiles.p]\nbackend = \"docker\"\nimage = \"{DIGEST}\"\ncommand = [\"python3\"]\n"
+        );
+        let config = Config::parse(Path::new("c.toml"), &text).unwrap();
+        assert_eq!(config.docker.engine_timeout, Duration::from_secs(30));
+        assert_eq!(config.docker.outage_wait, Duration::from_secs(300));
+        let bad = text.replace("\"30s\"", "\"soon\"");
+        let message = Config::parse(Path::new("c.toml"), &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with("c.toml:1: docker.engine_timeout = \"soon\""),
+            "{message}"
+        );
+        let none = Config::parse(Path::new("c.toml"), "").unwrap();
+        assert_eq!(none.docker, DockerSettings::default());
     }
 
     #[test]

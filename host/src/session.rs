@@ -73,8 +73,9 @@ impl Session {
             config.profiles.clone(),
         );
         let scorer = if let Some(workers) = executing {
-            let backends = Arc::new(Backends::with_wasi_workers(
+            let backends = Arc::new(Backends::build(
                 config.profiles.clone(),
+                config.docker.options(),
                 workers,
             )?);
             let source = ProgramExecutionSource::new(backends, store.clone());

@@ -15,7 +15,11 @@ use serde::Serialize;
 
 /// The identity of the program-execution evidence source, part of every
 /// attempt key; bump the version if what a run records changes meaning.
-pub const SOURCE_IDENTITY: &str = "program_execution/v1";
+///
+/// v2: time limits run from the program's start, and a `timed_out` event is
+/// proven (v1 evidence could hold timeouts caused by a busy machine, so it
+/// is never reused; it can still be replayed by id).
+pub const SOURCE_IDENTITY: &str = "program_execution/v2";
 
 /// One attempt: what will run, and its key.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,7 +72,13 @@ impl Attempt {
         program_sha256: &str,
         invocations: Vec<Invocation>,
     ) -> Result<Attempt, serde_json::Error> {
-        let key = attempt_key(profile, &profile_fingerprint, program_sha256, &invocations)?;
+        let key = attempt_key(
+            SOURCE_IDENTITY,
+            profile,
+            &profile_fingerprint,
+            program_sha256,
+            &invocations,
+        )?;
         Ok(Attempt {
             key,
             profile: profile.to_string(),
@@ -91,15 +101,17 @@ impl Attempt {
 }
 
 /// sha256 of the canonical JSON of (source, program, profile name and
-/// fingerprint, ordered invocations).
+/// fingerprint, ordered invocations). `source` is [`SOURCE_IDENTITY`] for new
+/// attempts, and what an observation recorded when its key is checked.
 pub fn attempt_key(
+    source: &str,
     profile: &str,
     profile_fingerprint: &serde_json::Value,
     program_sha256: &str,
     invocations: &[Invocation],
 ) -> Result<String, serde_json::Error> {
     let identity = AttemptIdentity {
-        source: SOURCE_IDENTITY,
+        source,
         program_sha256,
         profile: ProfileIdentity {
             name: profile,

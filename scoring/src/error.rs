@@ -2,6 +2,7 @@
 //! faults of the store. None of them is a verdict.
 
 use progscore_evidence::StoreError;
+use progscore_sandbox::SandboxError;
 use thiserror::Error;
 
 use crate::comparator::ComparatorRefusal;
@@ -24,6 +25,10 @@ pub enum ScoringError {
     /// The evidence store failed (or holds a tampered row).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The sandbox refused the run (its profile cannot run here, or the
+    /// engine was lost and did not come back). Nothing was stored.
+    #[error("the sandbox refused the run: {0}")]
+    Refused(#[source] SandboxError),
     /// Every caller cancelled; the run was stopped and cleaned up.
     #[error("cancelled")]
     Cancelled,
@@ -65,6 +70,35 @@ pub enum ExpectationError {
         /// Why.
         refusal: ComparatorRefusal,
     },
+    /// An invocation cannot be delivered to a program as given.
+    #[error("case {case} invocation `{field}` {message}")]
+    Invocation {
+        /// The case's index.
+        case: usize,
+        /// The invocation's field at fault (`args[1]`, `args`, `stdin`).
+        field: String,
+        /// What is wrong and what the limit is.
+        message: String,
+    },
+}
+
+impl ExpectationError {
+    /// Where in the expectation the fault is, as a path from the
+    /// expectation's root (`conditions[0].program_behaves.cases[0].invocation.args[1]`).
+    pub fn field_path(&self) -> String {
+        let behaves = "conditions[0].program_behaves";
+        match self {
+            ExpectationError::ConditionCount { .. } => "conditions".into(),
+            ExpectationError::NoCases => format!("{behaves}.cases"),
+            ExpectationError::UnknownProfile { .. } => format!("{behaves}.profile"),
+            ExpectationError::Comparator { case, stream, .. } => {
+                format!("{behaves}.cases[{case}].expected.{stream}")
+            }
+            ExpectationError::Invocation { case, field, .. } => {
+                format!("{behaves}.cases[{case}].invocation.{field}")
+            }
+        }
+    }
 }
 
 /// Why a replay was refused. Nothing is written in any of these cases.

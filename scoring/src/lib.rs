@@ -60,7 +60,7 @@ pub use scorer::{
     RescoreRequest, Score, ScoreRequest,
 };
 pub use source::{Evidence, EvidenceUse, ProgramExecutionSource};
-pub use verdict::{CaseReport, Verdict, evaluate};
+pub use verdict::{CaseReport, ReasonKind, Verdict, evaluate};
 
 /// The evidence store this crate records into.
 pub use progscore_evidence as evidence;

@@ -6,16 +6,16 @@ use progscore_evidence::{
     EvidenceStore, Observation, ObservationFilter, ScoreOrigin, ScoreRecord, ScoreStatus,
     StoreError, StoredScore,
 };
-use progscore_sandbox::{Invocation, RuntimeProfile, sha256_hex};
+use progscore_sandbox::{Invocation, Preflight, RuntimeProfile, SandboxError, sha256_hex};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::attempt::{Attempt, attempt_key, belongs_to_attempt};
+use crate::attempt::{Attempt, SOURCE_IDENTITY, attempt_key, belongs_to_attempt};
 use crate::comparator::OutputComparator;
 use crate::error::{ExpectationError, ReplayRefusal, ScoringError};
 use crate::expectation::{Condition, ProgramBehaves, ScoringExpectation};
 use crate::source::{EvidenceUse, ProgramExecutionSource, check_belongs};
-use crate::verdict::{CaseReport, Verdict, evaluate, no_evidence};
+use crate::verdict::{CaseReport, ReasonKind, Verdict, evaluate, no_evidence};
 
 /// A program to score.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +121,8 @@ pub struct Score {
     pub rationale: String,
     /// Why it is undetermined.
     pub reason: Option<String>,
+    /// The kind of that reason, for grouping (none when complete).
+    pub reason_kind: Option<ReasonKind>,
     /// The observations used.
     pub observation_ids: Vec<String>,
     /// One report per case.
@@ -152,6 +154,8 @@ pub struct Rescore {
 pub struct ProgramExecutionScorer {
     source: ProgramExecutionSource,
     replayer: Replayer,
+    /// Each profile's preflight, once it passed.
+    preflights: tokio::sync::Mutex<std::collections::HashMap<String, Preflight>>,
 }
 
 impl ProgramExecutionScorer {
@@ -159,7 +163,25 @@ impl ProgramExecutionScorer {
     pub fn new(source: ProgramExecutionSource, comparators: Arc<dyn OutputComparator>) -> Self {
         let profiles = source.client().profiles().into_iter().cloned().collect();
         let replayer = Replayer::new(source.store().clone(), comparators, profiles);
-        ProgramExecutionScorer { source, replayer }
+        ProgramExecutionScorer {
+            source,
+            replayer,
+            preflights: Default::default(),
+        }
+    }
+
+    /// Checks that `profile` can run (see [`progscore_sandbox::SandboxClient::preflight`]);
+    /// a passed check is kept, a failed one is asked again next time.
+    /// [`Self::score`] calls it first; call it for every profile of a batch
+    /// to refuse a batch before anything runs.
+    pub async fn preflight(&self, profile: &str) -> Result<Preflight, SandboxError> {
+        let mut preflights = self.preflights.lock().await;
+        if let Some(found) = preflights.get(profile) {
+            return Ok(found.clone());
+        }
+        let found = self.source.client().preflight(profile).await?;
+        preflights.insert(profile.to_string(), found.clone());
+        Ok(found)
     }
 
     /// The evidence source.
@@ -196,7 +218,19 @@ impl ProgramExecutionScorer {
             },
         };
         let program_sha256 = sha256_hex(&program);
-        let attempt = Attempt::new(profile, &program_sha256, invocations_of(behaves))?;
+        // The attempt is keyed by what will really run: the fingerprint with
+        // what the backend resolved (the engine's default runtime...).
+        let fingerprint = self
+            .preflight(&profile.name)
+            .await
+            .map_err(ScoringError::Refused)?
+            .fingerprint;
+        let attempt = Attempt::from_parts(
+            &profile.name,
+            fingerprint,
+            &program_sha256,
+            invocations_of(behaves),
+        )?;
         let evidence = self
             .source
             .observe(&attempt, &program, request.fresh, &request.cancel)
@@ -292,6 +326,7 @@ pub struct Replayer {
 struct Draft {
     record: ScoreRecord,
     cases: Vec<CaseReport>,
+    reason_kind: Option<ReasonKind>,
     expectation: ScoringExpectation,
 }
 
@@ -305,6 +340,7 @@ impl Draft {
             value: record.value,
             rationale: record.rationale,
             reason: record.reason,
+            reason_kind: self.reason_kind,
             observation_ids: record.observation_ids,
             cases: self.cases,
             profile: record.profile,
@@ -422,7 +458,7 @@ impl Replayer {
             Some(item_id) => self.store.latest_score_for_item(item_id)?,
             None => None,
         };
-        let observation = self.attempt_evidence(&attempt)?;
+        let observation = self.attempt_evidence(profile, &attempt)?;
         let draft = self.draft(
             request.item_id,
             ScoreOrigin::Rescore,
@@ -455,6 +491,22 @@ impl Replayer {
                     .map(|profile| profile.name.as_str())
                     .collect::<Vec<_>>()
                     .join(", "),
+            })?;
+        // An invocation the program cannot be given is the line's fault,
+        // found before anything runs.
+        profile
+            .check_invocations(&invocations_of(behaves))
+            .map_err(|refusal| match refusal {
+                SandboxError::InvalidInvocation { index, error } => ExpectationError::Invocation {
+                    case: index,
+                    field: error.field,
+                    message: error.message,
+                },
+                other => ExpectationError::Invocation {
+                    case: 0,
+                    field: "args".into(),
+                    message: other.to_string(),
+                },
             })?;
         Ok((behaves, profile))
     }
@@ -514,6 +566,7 @@ impl Replayer {
             return Err(ReplayRefusal::Differs { id }.into());
         }
         let recomputed = attempt_key(
+            &stored.source,
             &stored.profile,
             &stored.profile_fingerprint,
             &stored.program_sha256,
@@ -565,28 +618,51 @@ impl Replayer {
         )
     }
 
-    /// The stored evidence of an attempt: its derived id, else its newest
-    /// observation without a sandbox fault (a `fresh` run).
-    fn attempt_evidence(&self, attempt: &Attempt) -> Result<Option<Observation>, ScoringError> {
+    /// The stored evidence of an attempt: its derived id, else the newest
+    /// proven observation of the program under this profile whose
+    /// fingerprint the profile resolves to (a runtime left to the engine is
+    /// filled in by the backend) and whose invocations are the attempt's.
+    fn attempt_evidence(
+        &self,
+        profile: &RuntimeProfile,
+        attempt: &Attempt,
+    ) -> Result<Option<Observation>, ScoringError> {
         if let Some(observation) = self.store.observation(&attempt.observation_id())? {
             check_belongs(&observation, attempt)?;
             return Ok(Some(observation));
         }
         let candidates = self.store.list_observations(&ObservationFilter {
-            attempt_key: Some(attempt.key.clone()),
+            profile: Some(profile.name.clone()),
+            program_sha256: Some(attempt.program_sha256.clone()),
             ..ObservationFilter::default()
         })?;
-        let Some(clean) = candidates
-            .iter()
-            .find(|summary| !summary.infrastructure_fault)
-        else {
-            return Ok(None);
-        };
-        let observation = self.store.observation(&clean.id)?;
-        if let Some(observation) = &observation {
-            check_belongs(observation, attempt)?;
+        for summary in candidates.iter().filter(|summary| !summary.unproven) {
+            let Some(observation) = self.store.observation(&summary.id)? else {
+                continue;
+            };
+            let fits = observation.source == SOURCE_IDENTITY
+                && observation.invocations == attempt.invocations
+                && profile.resolves_to(&observation.profile_fingerprint);
+            if !fits {
+                continue;
+            }
+            let key = attempt_key(
+                &observation.source,
+                &observation.profile,
+                &observation.profile_fingerprint,
+                &observation.program_sha256,
+                &observation.invocations,
+            )?;
+            if key != observation.attempt_key || !belongs_to_attempt(&observation.id, &key) {
+                return Err(ScoringError::Store(StoreError::Tampered {
+                    what: "observation",
+                    id: observation.id.clone(),
+                    detail: "its attempt key or id does not derive from its contents".into(),
+                }));
+            }
+            return Ok(Some(observation));
         }
-        Ok(observation)
+        Ok(None)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -628,6 +704,7 @@ impl Replayer {
         Ok(Draft {
             record,
             cases: verdict.cases,
+            reason_kind: verdict.reason_kind,
             expectation: expectation.clone(),
         })
     }

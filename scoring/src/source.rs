@@ -7,6 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use progscore_evidence::{EvidenceStore, Observation, now_rfc3339};
 use progscore_sandbox::{InvocationEvent, Outcome, ProgramRun, SandboxClient, SandboxError};
+
+/// What a flight ends with: its observation, or the sandbox's refusal.
+type FlightResult = Result<Arc<Observation>, SandboxError>;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -23,8 +26,12 @@ use crate::error::ScoringError;
 ///   cancelled only when every caller has gone; a caller that cancels
 ///   through its token and is the last one returns only after the run's
 ///   future was dropped, i.e. after the sandbox's cleanup.
-/// - A run with a sandbox fault is given a fresh observation id, so the
-///   attempt is run again next time; so is a run asked for with `fresh`.
+/// - A run that proves nothing about the program (a sandbox fault, an
+///   unconfirmed timeout) is given a fresh observation id, so the attempt is
+///   run again next time; so is a run asked for with `fresh`.
+/// - A run the sandbox refused (before anything ran, or because the engine
+///   was lost) makes no observation at all: every caller gets
+///   [`ScoringError::Refused`] and nothing is stored.
 ///
 /// Runs are spawned on the current tokio runtime.
 pub struct ProgramExecutionSource {
@@ -67,7 +74,7 @@ struct Flights {
 struct Flight {
     id: u64,
     waiters: usize,
-    result: watch::Receiver<Option<Arc<Observation>>>,
+    result: watch::Receiver<Option<FlightResult>>,
     task: Option<JoinHandle<()>>,
 }
 
@@ -166,11 +173,12 @@ impl ProgramExecutionSource {
             }
         };
         match observation {
-            Some(observation) => Ok(Evidence {
+            Some(Ok(observation)) => Ok(Evidence {
                 observation,
                 origin,
                 _lease: Some(lease),
             }),
+            Some(Err(refusal)) => Err(ScoringError::Refused(refusal)),
             None => Err(ScoringError::RunLost(
                 "the task running it ended without a result (the backend panicked)".into(),
             )),
@@ -183,7 +191,7 @@ impl ProgramExecutionSource {
         attempt: &Attempt,
         program: &Arc<[u8]>,
         fresh: bool,
-    ) -> (String, u64, watch::Receiver<Option<Arc<Observation>>>) {
+    ) -> (String, u64, watch::Receiver<Option<FlightResult>>) {
         let id = flights.next_id;
         flights.next_id += 1;
         // A fresh run is never joined: it gets a key no other caller uses.
@@ -200,9 +208,9 @@ impl ProgramExecutionSource {
             let result = client
                 .execute(&program, &attempt.profile, &attempt.invocations)
                 .await;
-            let observation = observation_from_run(&attempt, result, fresh);
+            let observation = observation_from_run(&attempt, result, fresh).map(Arc::new);
             // Fails only if every receiver is gone, and then nobody wants it.
-            let _ = sender.send(Some(Arc::new(observation)));
+            let _ = sender.send(Some(observation));
         });
         flights.by_key.insert(
             key.clone(),
@@ -294,31 +302,27 @@ fn lock(flights: &Mutex<Flights>) -> MutexGuard<'_, Flights> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Turns what the sandbox returned into an observation of `attempt`.
+/// Turns what the sandbox returned into an observation of `attempt`; a
+/// refusal stays a refusal (nothing ran, nothing to keep).
 fn observation_from_run(
     attempt: &Attempt,
     result: Result<ProgramRun, SandboxError>,
     fresh: bool,
-) -> Observation {
-    let run = match result {
-        Ok(run) => match inconsistency(&run, attempt) {
-            None => run,
-            Some(problem) => fault_run(
-                attempt,
-                format!("the sandbox returned an inconsistent run: {problem}"),
-            ),
-        },
-        Err(error) => fault_run(
+) -> Result<Observation, SandboxError> {
+    let run = result?;
+    let run = match inconsistency(&run, attempt) {
+        None => run,
+        Some(problem) => fault_run(
             attempt,
-            format!("the sandbox refused the run before any invocation started: {error}"),
+            format!("the sandbox returned an inconsistent run: {problem}"),
         ),
     };
-    let id = if fresh || run.has_infrastructure_fault() {
+    let id = if fresh || run.rests_on_unproven_conditions() {
         attempt.fresh_observation_id()
     } else {
         attempt.observation_id()
     };
-    Observation {
+    Ok(Observation {
         id,
         attempt_key: attempt.key.clone(),
         source: SOURCE_IDENTITY.to_string(),
@@ -328,9 +332,10 @@ fn observation_from_run(
         invocations: attempt.invocations.clone(),
         run,
         created_at: now_rfc3339(),
-    }
+    })
 }
 
+/// How the run fails to be a run of `attempt`, if it does.
 fn inconsistency(run: &ProgramRun, attempt: &Attempt) -> Option<String> {
     if run.events.len() != attempt.invocations.len() {
         return Some(format!(

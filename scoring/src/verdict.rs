@@ -8,7 +8,7 @@
 //! and undetermined otherwise.
 
 use progscore_evidence::ScoreStatus;
-use progscore_sandbox::{InvocationEvent, Outcome};
+use progscore_sandbox::{InvocationEvent, Outcome, TimeLimit};
 use serde::{Deserialize, Serialize};
 
 use crate::comparator::{ComparatorVerdict, OutputComparator};
@@ -25,8 +25,40 @@ pub struct Verdict {
     pub rationale: String,
     /// For an undetermined verdict, why.
     pub reason: Option<String>,
+    /// For an undetermined verdict, the kind of reason (for grouping).
+    pub reason_kind: Option<ReasonKind>,
     /// One report per case.
     pub cases: Vec<CaseReport>,
+}
+
+/// Why a verdict is undetermined, as a stable word (reasons themselves name
+/// containers, limits and figures; the kind groups them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonKind {
+    /// The sandbox failed while a case ran.
+    SandboxError,
+    /// A case was not run (an earlier one hit a sandbox error, or the call was cancelled).
+    NotRun,
+    /// A case timed out while the machine was too busy to prove it.
+    UnconfirmedTimeout,
+    /// A comparator could not decide (output truncated before the point that decides, a comparator fault).
+    ComparatorUndecided,
+    /// Nothing was stored for the attempt (rescore).
+    NoEvidence,
+}
+
+impl ReasonKind {
+    /// How the kind reads in a summary.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ReasonKind::SandboxError => "sandbox error",
+            ReasonKind::NotRun => "case not run",
+            ReasonKind::UnconfirmedTimeout => "timeout not proven (machine too busy)",
+            ReasonKind::ComparatorUndecided => "comparator could not decide",
+            ReasonKind::NoEvidence => "no stored evidence",
+        }
+    }
 }
 
 /// What happened in one case, as reported in results.
@@ -39,8 +71,14 @@ pub struct CaseReport {
     pub exit_code: Option<i64>,
     /// `true` matched, `false` failed, `null` undetermined.
     pub matched: Option<bool>,
-    /// Wall time of the invocation.
+    /// Wall time of the program, from its start.
     pub duration_ms: u64,
+    /// CPU time of the program, where the backend measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ms: Option<u64>,
+    /// Peak memory of the program, where the backend measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_memory_bytes: Option<u64>,
     /// Why it failed or is undetermined (comparator reasons included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
@@ -51,7 +89,7 @@ enum CaseResult {
     Matched,
     /// The clause for the rationale, and the comparator's detail if any.
     Failed(String, Option<String>),
-    Undetermined(String),
+    Undetermined(ReasonKind, String),
 }
 
 /// Applies the verdict rules to `events` (one per case, in order).
@@ -75,9 +113,11 @@ pub fn evaluate(
                 exit_code: None,
                 matched: None,
                 duration_ms: 0,
+                cpu_ms: None,
+                peak_memory_bytes: None,
                 detail: Some(clause.clone()),
             });
-            first_undetermined.get_or_insert(clause);
+            first_undetermined.get_or_insert((ReasonKind::NotRun, clause));
             continue;
         };
         let (matched, detail) = match evaluate_case(index, case, event, comparators) {
@@ -90,11 +130,12 @@ pub fn evaluate(
                 first_failure.get_or_insert(clause);
                 (Some(false), Some(shown))
             }
-            CaseResult::Undetermined(clause) => {
-                first_undetermined.get_or_insert(clause.clone());
+            CaseResult::Undetermined(kind, clause) => {
+                first_undetermined.get_or_insert((kind, clause.clone()));
                 (None, Some(clause))
             }
         };
+        let usage = event.usage.as_ref();
         reports.push(CaseReport {
             outcome: event.outcome.kind().to_string(),
             exit_code: match event.outcome {
@@ -103,6 +144,8 @@ pub fn evaluate(
             },
             matched,
             duration_ms: event.duration_ms,
+            cpu_ms: usage.and_then(|u| u.cpu_ms),
+            peak_memory_bytes: usage.and_then(|u| u.peak_memory_bytes),
             detail,
         });
     }
@@ -114,15 +157,17 @@ pub fn evaluate(
                 "The program did not produce the expected result under {profile}: {clause}."
             ),
             reason: None,
+            reason_kind: None,
             cases: reports,
         };
     }
-    if let Some(clause) = first_undetermined {
+    if let Some((kind, clause)) = first_undetermined {
         return Verdict {
             status: ScoreStatus::Undetermined,
             value: None,
             rationale: format!("The result under {profile} is undetermined: {clause}."),
             reason: Some(clause),
+            reason_kind: Some(kind),
             cases: reports,
         };
     }
@@ -134,6 +179,7 @@ pub fn evaluate(
             cases.len()
         ),
         reason: None,
+        reason_kind: None,
         cases: reports,
     }
 }
@@ -146,12 +192,15 @@ pub fn no_evidence(profile: &str, cases: usize) -> Verdict {
         value: None,
         rationale: format!("The result under {profile} is undetermined: {clause}."),
         reason: Some(clause.clone()),
+        reason_kind: Some(ReasonKind::NoEvidence),
         cases: (0..cases)
             .map(|_| CaseReport {
                 outcome: "not_run".into(),
                 exit_code: None,
                 matched: None,
                 duration_ms: 0,
+                cpu_ms: None,
+                peak_memory_bytes: None,
                 detail: Some(clause.clone()),
             })
             .collect(),
@@ -167,14 +216,35 @@ fn evaluate_case(
     let expected_code = case.expected.exit_code;
     match &event.outcome {
         Outcome::SandboxError { message } => {
-            return CaseResult::Undetermined(format!(
-                "case {index} hit a sandbox error: {message}"
-            ));
+            return CaseResult::Undetermined(
+                ReasonKind::SandboxError,
+                format!("case {index} hit a sandbox error: {message}"),
+            );
         }
         Outcome::NotRun { reason } => {
-            return CaseResult::Undetermined(format!("case {index} was not run: {reason}"));
+            return CaseResult::Undetermined(
+                ReasonKind::NotRun,
+                format!("case {index} was not run: {reason}"),
+            );
         }
-        Outcome::TimedOut => return CaseResult::Failed(format!("case {index} timed out"), None),
+        Outcome::TimedOut {
+            unconfirmed: Some(why),
+            ..
+        } => {
+            return CaseResult::Undetermined(
+                ReasonKind::UnconfirmedTimeout,
+                format!("case {index} timed out, but the timeout is not proven: {why}"),
+            );
+        }
+        Outcome::TimedOut {
+            limit: TimeLimit::Cpu,
+            ..
+        } => {
+            return CaseResult::Failed(format!("case {index} exceeded its CPU time limit"), None);
+        }
+        Outcome::TimedOut { .. } => {
+            return CaseResult::Failed(format!("case {index} timed out"), None);
+        }
         Outcome::MemoryLimit => {
             return CaseResult::Failed(format!("case {index} exceeded its memory limit"), None);
         }
@@ -211,7 +281,7 @@ fn evaluate_case(
         }
     }
     match undetermined {
-        Some(clause) => CaseResult::Undetermined(clause),
+        Some(clause) => CaseResult::Undetermined(ReasonKind::ComparatorUndecided, clause),
         None => CaseResult::Matched,
     }
 }

@@ -17,7 +17,7 @@ use common::{SQUARE, expect};
 use progscore_comparators::{ComparatorHost, HostOptions};
 use progscore_docker::{DockerClient, DockerOptions, OWNER_LABEL};
 use progscore_evidence::{EvidenceStore, ScoreStatus};
-use progscore_sandbox::{ProfileSpec, RuntimeProfile};
+use progscore_sandbox::{ProfileSpec, RuntimeProfile, SandboxError};
 use progscore_scoring::{
     EvidenceUse, ObservationRef, ProgramExecutionScorer, ProgramExecutionSource, ProgramInput,
     ReplayRequest, ScoreRequest, ScoringError,
@@ -241,29 +241,31 @@ async fn truncated_output_under_a_128_byte_cap() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unreachable_engine_is_undetermined_not_false() {
+async fn an_unreachable_engine_is_refused_not_false() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine_with(DockerOptions {
         socket: dir.path().join("no-engine.sock"),
         ..DockerOptions::default()
     });
-    let score = engine
+    let refused = engine
         .scorer
         .score(inline(SQUARE, expect("python", &[(&["3"], "9")])))
         .await
-        .unwrap();
-    assert_eq!(
-        score.status,
-        ScoreStatus::Undetermined,
-        "{}",
-        score.rationale
-    );
-    assert_eq!(score.value, None);
+        .unwrap_err();
     assert!(
-        score.rationale.contains("sandbox error"),
-        "{}",
-        score.rationale
+        matches!(
+            refused,
+            ScoringError::Refused(SandboxError::EngineUnavailable { .. })
+        ),
+        "{refused:?}"
     );
+    assert!(
+        refused
+            .to_string()
+            .contains("cannot reach the Docker engine at unix://"),
+        "{refused}"
+    );
+    assert_eq!(engine.store.counts().unwrap().scores, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,12 +13,13 @@ use progscore_evidence::{
 };
 use progscore_sandbox::fake::{FakeRequest, ScriptedClient, event, exited_event};
 use progscore_sandbox::{
-    ByteString, CapturedStream, InvocationEvent, Outcome, SandboxError, sha256_hex,
+    ByteString, CapturedStream, InvocationEvent, Outcome, SandboxError, TimeLimit, sha256_hex,
 };
 use progscore_scoring::{
     Attempt, Condition, EvidenceUse, ExpectationError, ObservationRef, ProgramCase,
-    ProgramExecutionScorer, ProgramExecutionSource, ProgramInput, ProgramResult, ReplayRefusal,
-    ReplayRequest, RescoreRequest, ScoreRequest, ScoringError, ScoringExpectation, TextCondition,
+    ProgramExecutionScorer, ProgramExecutionSource, ProgramInput, ProgramResult, ReasonKind,
+    ReplayRefusal, ReplayRequest, RescoreRequest, ScoreRequest, ScoringError, ScoringExpectation,
+    TextCondition,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -256,7 +257,7 @@ async fn every_verdict_rule() {
             rationale: "The program did not produce the expected result under python: case 0 exited with code 1, expected 0.",
         },
         Rule {
-            events: vec![event(Outcome::TimedOut, b"9\n", b"")],
+            events: vec![event(Outcome::timed_out(), b"9\n", b"")],
             value: Some(false),
             rationale: "The program did not produce the expected result under python: case 0 timed out.",
         },
@@ -297,7 +298,7 @@ async fn every_verdict_rule() {
                     b"",
                     b"",
                 ),
-                event(Outcome::TimedOut, b"", b""),
+                event(Outcome::timed_out(), b"", b""),
             ],
             value: Some(false),
             rationale: "The program did not produce the expected result under python: case 1 timed out.",
@@ -417,45 +418,174 @@ async fn truncated_output_is_undetermined_unless_the_prefix_already_differs() {
 // ---------------------------------------------------------------- faults
 
 #[tokio::test]
-async fn an_unreachable_engine_is_undetermined_and_retried_next_time() {
+async fn an_unreachable_engine_is_refused_nothing_is_stored_and_it_is_retried() {
     let setup = Setup::new(ScriptedClient::new(profiles()).with_responder(|_| {
         Err(SandboxError::EngineUnavailable {
-            message: "connect: no such file or directory".into(),
+            message: "cannot reach the Docker engine at unix:///x.sock: connection refused".into(),
         })
     }));
+    let request = || inline(SQUARE, expect("python", &[(&["3"], "9")]));
+    for attempt in 1..=2 {
+        let refused = setup.scorer.score(request()).await.unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                ScoringError::Refused(SandboxError::EngineUnavailable { .. })
+            ),
+            "{refused:?}"
+        );
+        assert!(
+            refused.to_string().contains("connection refused"),
+            "{refused}"
+        );
+        assert_eq!(setup.started(), attempt, "a refusal is retried");
+    }
+    // Nothing of a run that never happened is evidence.
+    let counts = setup.store.counts().unwrap();
+    assert_eq!((counts.observations, counts.scores), (0, 0), "{counts:?}");
+}
+
+#[tokio::test]
+async fn a_profile_refused_at_preflight_runs_nothing() {
+    let setup = Setup::new(
+        ScriptedClient::new(profiles())
+            .with_responder(square_responder)
+            .with_preflight(|profile| {
+                Err(SandboxError::ArtifactMissing {
+                    profile: profile.name.clone(),
+                    artifact: "image x".into(),
+                    hint: "push it".into(),
+                })
+            }),
+    );
+    let refused = setup
+        .scorer
+        .score(inline(SQUARE, expect("python", &[(&["3"], "9")])))
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        refused,
+        ScoringError::Refused(SandboxError::ArtifactMissing { .. })
+    ));
+    assert_eq!(setup.started(), 0);
+    assert_eq!(setup.store.counts().unwrap().scores, 0);
+}
+
+#[tokio::test]
+async fn an_unconfirmed_timeout_is_undetermined_and_never_reused() {
+    let setup = scripted(vec![event(
+        Outcome::TimedOut {
+            limit: TimeLimit::Wall,
+            unconfirmed: Some("the machine was busy".into()),
+        },
+        b"",
+        b"",
+    )]);
     let request = || inline(SQUARE, expect("python", &[(&["3"], "9")]));
     let first = setup.scorer.score(request()).await.unwrap();
     assert_eq!(first.status, ScoreStatus::Undetermined);
     assert_eq!(first.value, None);
-    assert!(first.rationale.starts_with(
-        "The result under python is undetermined: case 0 hit a sandbox error: the sandbox refused the run"
-    ), "{}", first.rationale);
-    let second = setup.scorer.score(request()).await.unwrap();
-    assert_eq!(setup.started(), 2, "a sandbox error must be retried");
-    assert_ne!(
-        first.observation_ids, second.observation_ids,
-        "sandbox errors get fresh ids"
+    assert_eq!(first.reason_kind, Some(ReasonKind::UnconfirmedTimeout));
+    assert!(
+        first
+            .rationale
+            .contains("case 0 timed out, but the timeout is not proven: the machine was busy"),
+        "{}",
+        first.rationale
     );
-    // The evidence of both failures is kept and linked, under fresh ids.
+    let second = setup.scorer.score(request()).await.unwrap();
+    assert_eq!(setup.started(), 2, "an unproven run is run again");
+    assert_ne!(first.observation_ids, second.observation_ids);
     let listed = setup
         .store
         .list_observations(&ObservationFilter::default())
         .unwrap();
-    assert_eq!(listed.len(), 2);
-    assert!(listed.iter().all(|o| o.infrastructure_fault));
-    let attempt = Attempt::new(
-        &profile("python", "64KiB"),
-        &sha256_hex(SQUARE),
-        vec![progscore_sandbox::Invocation::with_args(["3"])],
-    )
-    .unwrap();
-    assert!(
-        setup
-            .store
-            .observation(&attempt.observation_id())
-            .unwrap()
-            .is_none()
+    assert!(listed.iter().all(|o| o.unproven));
+}
+
+#[tokio::test]
+async fn a_cpu_time_limit_is_a_proven_failure() {
+    let setup = scripted(vec![event(
+        Outcome::TimedOut {
+            limit: TimeLimit::Cpu,
+            unconfirmed: None,
+        },
+        b"",
+        b"",
+    )]);
+    let score = setup
+        .scorer
+        .score(inline(SQUARE, expect("python", &[(&["3"], "9")])))
+        .await
+        .unwrap();
+    assert_eq!(score.value, Some(false));
+    assert_eq!(
+        score.rationale,
+        "The program did not produce the expected result under python: case 0 exceeded its CPU time limit."
     );
+}
+
+#[tokio::test]
+async fn the_attempt_is_keyed_by_what_the_backend_resolved_and_rescore_finds_it() {
+    let resolved = |profile: &progscore_sandbox::RuntimeProfile| {
+        let mut found = progscore_sandbox::Preflight::of(profile, String::new());
+        found.fingerprint["runtime"] = serde_json::json!("runc");
+        Ok(found)
+    };
+    let setup = Setup::new(
+        ScriptedClient::new(profiles())
+            .with_responder(square_responder)
+            .with_preflight(resolved),
+    );
+    let expectation = expect("python", &[(&["3"], "9")]);
+    let score = setup
+        .scorer
+        .score(inline(SQUARE, expectation.clone()))
+        .await
+        .unwrap();
+    assert_eq!(score.value, Some(true));
+    let stored = setup
+        .store
+        .observation(&score.observation_ids[0])
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.profile_fingerprint["runtime"], "runc");
+    // The config leaves the runtime to the engine: rescore, which asks no
+    // engine, still finds the evidence of the runtime the engine chose.
+    let rescored = setup
+        .scorer
+        .replayer()
+        .rescore(RescoreRequest {
+            item_id: None,
+            program: ProgramInput::Inline(SQUARE.to_vec()),
+            expectation: expect("python", &[(&["3"], "8")]),
+        })
+        .unwrap();
+    assert_eq!(rescored.score.observation_ids, score.observation_ids);
+    assert_eq!(rescored.score.value, Some(false));
+    assert_eq!(setup.started(), 1);
+}
+
+#[tokio::test]
+async fn an_undeliverable_invocation_is_an_invalid_expectation() {
+    let setup = Setup::new(ScriptedClient::new(profiles()).with_responder(square_responder));
+    let err = setup
+        .scorer
+        .score(inline(
+            SQUARE,
+            expect("python", &[(&["3"], "9"), (&["a\u{0}b"], "9")]),
+        ))
+        .await
+        .unwrap_err();
+    let ScoringError::Expectation(err) = err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(
+        err.field_path(),
+        "conditions[0].program_behaves.cases[1].invocation.args[0]"
+    );
+    assert!(err.to_string().contains("NUL byte"), "{err}");
+    assert_eq!(setup.started(), 0);
 }
 
 #[tokio::test]

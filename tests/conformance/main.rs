@@ -193,7 +193,7 @@ async fn timeout_probe(kind: Kind, program: &str) {
     let took = started.elapsed();
     assert_eq!(
         run.events[0].outcome,
-        Outcome::TimedOut,
+        Outcome::timed_out(),
         "{kind:?}: {run:?}"
     );
     assert!(
@@ -215,7 +215,7 @@ async fn fork_bomb_is_contained(kind: Kind) {
     let run = run(kind, program, Invocation::default()).await;
     if matches!(
         run.events[0].outcome,
-        Outcome::MemoryLimit | Outcome::TimedOut
+        Outcome::MemoryLimit | Outcome::TimedOut { .. }
     ) {
         // Also contained: the processes ran into the memory cap before the
         // process cap (gVisor accounts the sandbox's own memory too), or a

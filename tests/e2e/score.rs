@@ -3,24 +3,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use progscore_e2e::{Dir, stderr, stdout};
+use progscore_e2e::{Dir, result_lines, stderr, stdout, verdict};
 
 fn examples() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
-}
-
-fn result_lines(text: &str) -> Vec<serde_json::Value> {
-    text.lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
-        .collect()
-}
-
-fn verdict(line: &serde_json::Value) -> String {
-    match (&line["status"], &line["value"]) {
-        (s, serde_json::Value::Bool(b)) if s == "complete" => b.to_string(),
-        (s, serde_json::Value::Null) if s == "undetermined" => "undetermined".into(),
-        other => panic!("bad status/value {other:?} in {line}"),
-    }
 }
 
 const SQUARE_ITEM: &str = r#"{"id": "ID", "program": "import sys\nprint(int(sys.argv[1]) ** 2)\n", "expectation": {"conditions": [{"program_behaves": {"profile": "python", "cases": [{"invocation": {"args": ["3"], "stdin": null}, "expected": {"stdout": {"equals": "EXPECTED"}, "exit_code": 0}}]}}]}}"#;
@@ -121,6 +107,11 @@ fn bad_lines_are_named_and_good_lines_still_scored() {
             "\"program_file\": \"nope.py\"",
         ),
         square_item("good-2", "8"),
+        square_item("nul-arg", "9").replace("[\"3\"]", "[\"3\\u0000\"]"),
+        square_item("huge-args", "9").replace(
+            "[\"3\"]",
+            &serde_json::to_string(&vec!["y".repeat(1000); 5000]).unwrap(),
+        ),
     ]
     .join("\n");
     dir.write("batch.jsonl", text);
@@ -135,11 +126,27 @@ fn bad_lines_are_named_and_good_lines_still_scored() {
         "{errors}"
     );
     assert!(
-        errors.contains("batch.jsonl:4: field `expectation`") && errors.contains("pyhton"),
+        errors.contains("batch.jsonl:4: field `expectation.conditions[0].program_behaves.profile`")
+            && errors.contains("pyhton"),
         "{errors}"
     );
     assert!(
-        errors.contains("batch.jsonl:5: field `expectation`") && errors.contains("equalz"),
+        errors.contains(
+            "batch.jsonl:5: field `expectation.conditions[0].program_behaves.cases[0].expected.stdout`"
+        ) && errors.contains("equalz"),
+        "{errors}"
+    );
+    // Invocations a program cannot be given never run: the line is at fault.
+    assert!(
+        errors.contains(
+            "batch.jsonl:8: field `expectation.conditions[0].program_behaves.cases[0].invocation.args[0]`"
+        ) && errors.contains("NUL byte"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains(
+            "batch.jsonl:9: field `expectation.conditions[0].program_behaves.cases[0].invocation.args`"
+        ) && errors.contains("5000 argument(s)"),
         "{errors}"
     );
     assert!(

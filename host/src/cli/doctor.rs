@@ -14,7 +14,11 @@ pub struct DoctorArgs {
 }
 
 pub async fn run(config: &Config, args: DoctorArgs) -> anyhow::Result<u8> {
-    let backends = Backends::with_wasi_workers(config.profiles.clone(), super::wasi_workers())?;
+    let backends = Backends::build(
+        config.profiles.clone(),
+        config.docker.options(),
+        super::wasi_workers(),
+    )?;
     let docker = backends.docker_report().await;
     let wasi: Vec<serde_json::Value> = backends
         .wasi_report()

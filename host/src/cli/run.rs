@@ -9,7 +9,7 @@ use progscore::backends::Backends;
 use progscore::config::Config;
 use progscore_sandbox::{ByteString, Invocation, SandboxClient};
 
-use super::{EXIT_FAILED, EXIT_OK};
+use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, Terminations};
 
 #[derive(Debug, Parser)]
 pub struct RunArgs {
@@ -31,7 +31,9 @@ pub struct RunArgs {
 }
 
 pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<u8> {
-    if config.profile(&args.profile).is_none() {
+    // Caught before anything is created, so no signal can leave a container.
+    let mut signals = Terminations::install();
+    let Some(profile) = config.profile(&args.profile) else {
         let known: Vec<&str> = config.profiles.iter().map(|p| p.name.as_str()).collect();
         bail!(
             "{}: no profile named `{}` (configured: {})",
@@ -39,7 +41,7 @@ pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<u8> {
             args.profile,
             known.join(", ")
         );
-    }
+    };
     let program = std::fs::read(&args.program)
         .with_context(|| format!("cannot read the program {}", args.program.display()))?;
     let invocations = match &args.invocations {
@@ -59,14 +61,28 @@ pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<u8> {
             }]
         }
     };
-    let backends = Backends::with_wasi_workers(config.profiles.clone(), super::wasi_workers())?;
+    // An invocation the program cannot be given is a usage error: nothing runs.
+    if let Err(err) = profile.check_invocations(&invocations) {
+        let source = match &args.invocations {
+            Some(path) => format!("{}: ", path.display()),
+            None => String::new(),
+        };
+        eprintln!("progscore: {source}{err}");
+        return Ok(EXIT_ERROR);
+    }
+    let backends = Backends::build(
+        config.profiles.clone(),
+        config.docker.options(),
+        super::wasi_workers(),
+    )?;
     let execution = backends.execute(&program, &args.profile, &invocations);
-    // Ctrl-C drops the call, which removes its containers before returning.
+    // A termination signal drops the call, which removes its containers
+    // and workspace before returning.
     let result = tokio::select! {
         result = execution => result,
-        _ = tokio::signal::ctrl_c() => {
-            eprintln!("progscore: interrupted; the sandbox was cleaned up");
-            return Ok(130);
+        signal = signals.next() => {
+            eprintln!("progscore: {}: interrupted; the sandbox was cleaned up", signal.name);
+            return Ok(signal.exit_code);
         }
     };
     match result {

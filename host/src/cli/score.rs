@@ -11,11 +11,15 @@ use futures_util::StreamExt;
 use progscore::batch::{Batch, BatchItem, BatchLineError};
 use progscore::config::Config;
 use progscore::session::Session;
+use progscore_sandbox::SandboxError;
 use progscore_scoring::evidence::ScoreStatus;
-use progscore_scoring::{ProgramInput, RescoreRequest, Score, ScoreRequest, ScoringError};
+use progscore_scoring::{
+    Condition, ProgramInput, ReasonKind, RescoreRequest, Score, ScoreRequest, ScoringError,
+    ScoringExpectation,
+};
 use tokio_util::sync::CancellationToken;
 
-use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK};
+use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, Terminations};
 
 /// Parallel programs by default, per core. Measured on a 2-core machine
 /// (`cargo bench -p progscore-docker --bench throughput`): throughput rises
@@ -90,7 +94,7 @@ fn prepare(session: &Session, batch: &Path, strict: bool) -> anyhow::Result<Prep
                 file: batch.display().to_string(),
                 line: item.line,
                 id: Some(item.id.clone()),
-                field: Some("expectation".into()),
+                field: Some(format!("expectation.{}", err.field_path())),
                 message: err.to_string(),
             }),
         }
@@ -110,6 +114,8 @@ fn prepare(session: &Session, batch: &Path, strict: bool) -> anyhow::Result<Prep
 }
 
 pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
+    // Caught before anything is created, so no signal can leave a container.
+    let signals = Terminations::install();
     let session = Session::open(config, super::wasi_workers())?;
     let (items, bad_lines) = match prepare(&session, &args.batch, args.strict)? {
         Ok(prepared) => prepared,
@@ -119,6 +125,45 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
         .scorer
         .as_ref()
         .context("a scoring session has a scorer")?;
+    let cancel = CancellationToken::new();
+    let (interrupt, received) = signals.cancel_on_signal(cancel.clone());
+
+    // Every profile the batch uses is checked before anything runs; the
+    // items of a profile that cannot run are not scored and nothing of
+    // them is stored.
+    let mut refused: BTreeMap<String, SandboxError> = BTreeMap::new();
+    let profiles: std::collections::BTreeSet<String> = items
+        .iter()
+        .filter_map(|item| profile_of(&item.expectation).map(str::to_string))
+        .collect();
+    let checks = futures_util::future::join_all(
+        profiles
+            .iter()
+            .map(|profile| async move { (profile.clone(), scorer.preflight(profile).await) }),
+    );
+    let checks = tokio::select! {
+        checks = checks => checks,
+        () = cancel.cancelled() => Vec::new(),
+    };
+    for (profile, check) in checks {
+        if let Err(err) = check {
+            refused.insert(profile, err);
+        }
+    }
+    let (items, refused_items): (Vec<BatchItem>, Vec<BatchItem>) =
+        items.into_iter().partition(|item| {
+            profile_of(&item.expectation).is_none_or(|profile| !refused.contains_key(profile))
+        });
+    for (profile, err) in &refused {
+        let count = refused_items
+            .iter()
+            .filter(|item| profile_of(&item.expectation) == Some(profile))
+            .count();
+        eprintln!(
+            "progscore: profile `{profile}` cannot run here: {err}\n  {count} item(s) of it not scored; nothing was stored for them"
+        );
+    }
+
     let jobs = args
         .jobs
         .unwrap_or_else(|| {
@@ -126,16 +171,7 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
         })
         .max(1);
     let mut out = Output::open(args.out.as_ref())?;
-    let mut progress = Progress::new(items.len());
-    let cancel = CancellationToken::new();
-    let interrupt = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        })
-    };
+    let mut progress = Progress::new(items.len() + refused_items.len());
     let started = Instant::now();
     let mut results = futures_util::stream::iter(items)
         .map(|item| {
@@ -152,7 +188,12 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
             }
         })
         .buffer_unordered(jobs);
-    let mut summary = Summary::default();
+    let mut summary = Summary {
+        not_scored: refused_items.len(),
+        ..Summary::default()
+    };
+    // Why the batch stopped before its end, when the sandbox went away.
+    let mut stopped: Option<String> = None;
     let mut ticker = tokio::time::interval(Duration::from_secs(2));
     ticker.tick().await;
     loop {
@@ -166,6 +207,20 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
                         progress.done(&summary);
                     }
                     Err(ScoringError::Cancelled) => summary.cancelled += 1,
+                    Err(ScoringError::Refused(err)) => {
+                        summary.not_scored += 1;
+                        if matches!(err, SandboxError::EngineUnavailable { .. }) {
+                            // No further item is burned against a dead engine.
+                            if stopped.is_none() {
+                                eprintln!("progscore: {err}");
+                                stopped = Some(err.to_string());
+                                cancel.cancel();
+                            }
+                        } else {
+                            eprintln!("progscore: item {id}: not scored: {err}");
+                        }
+                        progress.done(&summary);
+                    }
                     Err(err) => {
                         eprintln!("progscore: item {id}: {err}");
                         summary.errors += 1;
@@ -180,14 +235,32 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
     progress.finish();
     out.flush()?;
     summary.print(started.elapsed(), bad_lines.len());
-    if cancel.is_cancelled() {
+    if let Some(signal) = received.get() {
         eprintln!(
-            "progscore: interrupted: {} item(s) not scored; their containers were removed. Run the same command again to continue.",
-            summary.cancelled
+            "progscore: {}: {} item(s) not scored; their containers were removed. Run the same command again to continue.",
+            signal.name,
+            summary.cancelled + summary.not_scored
         );
-        return Ok(130);
+        return Ok(signal.exit_code);
+    }
+    if stopped.is_some() {
+        eprintln!(
+            "progscore: stopped: {} item(s) not scored (nothing was stored for them; finished results are). Run the same command again to continue once the engine is back.",
+            summary.cancelled + summary.not_scored
+        );
+        return Ok(EXIT_UNAVAILABLE);
+    }
+    if summary.not_scored > 0 {
+        return Ok(EXIT_UNAVAILABLE);
     }
     Ok(exit_code(&summary, &args.fail_on, bad_lines.len()))
+}
+
+/// The profile an item's expectation names (validated items have one).
+fn profile_of(expectation: &ScoringExpectation) -> Option<&str> {
+    expectation.conditions.first().map(|condition| match condition {
+        Condition::ProgramBehaves(behaves) => behaves.profile.as_str(),
+    })
 }
 
 pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
@@ -237,8 +310,12 @@ pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
                     summary.add(&rescore.score);
                 }
                 Err(err) => {
+                    let field = match &err {
+                        ScoringError::Expectation(e) => format!("expectation.{}", e.field_path()),
+                        _ => "expectation".into(),
+                    };
                     eprintln!(
-                        "progscore: {}:{}: field `expectation`: {err}",
+                        "progscore: {}:{}: field `{field}`: {err}",
                         args.batch.display(),
                         item.line
                     );
@@ -294,6 +371,9 @@ fn result_line(score: &Score, rescore: Option<(bool, Option<String>)>) -> serde_
     if let Some(reason) = &score.reason {
         line["reason"] = serde_json::Value::String(reason.clone());
     }
+    if let Some(kind) = score.reason_kind {
+        line["reason_kind"] = serde_json::to_value(kind).unwrap_or_default();
+    }
     if let Some((changed, previous)) = rescore {
         line["changed"] = serde_json::Value::Bool(changed);
         line["previous"] = previous.map_or(serde_json::Value::Null, serde_json::Value::String);
@@ -339,7 +419,10 @@ struct Summary {
     undetermined: usize,
     errors: usize,
     cancelled: usize,
-    reasons: BTreeMap<String, usize>,
+    /// Refused by the sandbox (a profile that cannot run, an engine gone).
+    not_scored: usize,
+    /// Undetermined verdicts by kind: how many, and the first reason seen.
+    reasons: BTreeMap<ReasonKind, (usize, String)>,
 }
 
 impl Summary {
@@ -349,17 +432,23 @@ impl Summary {
             Some(false) => self.falses += 1,
             None => {
                 self.undetermined += 1;
-                let reason = score
+                // Grouped by kind: reasons name containers and figures.
+                let kind = score.reason_kind.unwrap_or(ReasonKind::SandboxError);
+                let example = score
                     .reason
                     .clone()
                     .unwrap_or_else(|| score.rationale.clone());
-                *self.reasons.entry(reason).or_default() += 1;
+                self.reasons.entry(kind).or_insert((0, example)).0 += 1;
             }
         }
     }
 
     fn scored(&self) -> usize {
         self.trues + self.falses + self.undetermined
+    }
+
+    fn done(&self) -> usize {
+        self.scored() + self.errors + self.not_scored
     }
 
     fn print(&self, wall: Duration, bad_lines: usize) {
@@ -374,8 +463,12 @@ impl Summary {
         if bad_lines > 0 {
             eprintln!("  {:<14} {:>7}", "bad lines", bad_lines);
         }
-        if self.cancelled > 0 {
-            eprintln!("  {:<14} {:>7}", "not scored", self.cancelled);
+        if self.cancelled + self.not_scored > 0 {
+            eprintln!(
+                "  {:<14} {:>7}",
+                "not scored",
+                self.cancelled + self.not_scored
+            );
         }
         eprintln!("  {:<14} {:>7.2} s", "wall time", secs);
         eprintln!(
@@ -385,12 +478,24 @@ impl Summary {
         );
         if !self.reasons.is_empty() {
             let mut reasons: Vec<_> = self.reasons.iter().collect();
-            reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-            eprintln!("  most common undetermined reasons:");
-            for (reason, count) in reasons.into_iter().take(5) {
-                eprintln!("    {count:>5}  {reason}");
+            reasons.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.0.cmp(b.0)));
+            eprintln!("  undetermined, by reason:");
+            for (kind, (count, example)) in reasons {
+                eprintln!(
+                    "    {count:>5}  {} (e.g. {})",
+                    kind.describe(),
+                    shorten(example, 160)
+                );
             }
         }
+    }
+}
+
+/// The first `max` characters of `text`, marked when cut.
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
     }
 }
 
@@ -416,7 +521,7 @@ impl Progress {
 
     fn done(&mut self, summary: &Summary) {
         if let Some(bar) = &self.bar {
-            bar.set_position((summary.scored() + summary.errors) as u64);
+            bar.set_position(summary.done() as u64);
             bar.set_message(format!(
                 "true {} false {} undetermined {}",
                 summary.trues, summary.falses, summary.undetermined
@@ -426,7 +531,7 @@ impl Progress {
 
     fn tick(&mut self, summary: &Summary, started: Instant) {
         if self.bar.is_none() {
-            let done = summary.scored() + summary.errors;
+            let done = summary.done();
             let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
             eprintln!(
                 "progress: {done}/{} done (true {}, false {}, undetermined {}), {rate:.1}/s",

@@ -1,59 +1,28 @@
 //! The Docker implementation of [`SandboxClient`].
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
-use bollard::query_parameters::ListContainersOptionsBuilder;
+use bollard::query_parameters::{ListContainersOptionsBuilder, RemoveContainerOptionsBuilder};
 use bollard::{API_DEFAULT_VERSION, Docker};
 use progscore_sandbox::{
-    Backend, BoxFuture, Invocation, InvocationEvent, ProgramRun, RuntimeProfile, SandboxClient,
-    SandboxError, sha256_hex,
+    Backend, BoxFuture, Invocation, InvocationEvent, Outcome, Owner, Preflight, ProgramRun,
+    RuntimeProfile, SandboxClient, SandboxError, sha256_hex,
 };
-use tokio::sync::{Mutex, OnceCell};
+use tokio::sync::{Mutex, OnceCell, RwLock};
 use tokio_util::sync::CancellationToken;
 
+use crate::cgroup::Cgroups;
 use crate::engine::{self, EngineFacts, EngineReport, ImageFacts, ProfileCheck};
 use crate::guard::cancel_pair;
-use crate::invocation::{self, InvocationContext};
+use crate::health::{EngineHealth, Unavailable};
+use crate::invocation::{self, InvocationContext, Leftover, Load, Next};
+use crate::options::{DockerOptions, OWNER_KIND, OWNER_LABEL};
 use crate::workspace::Workspace;
 
-/// The label every container progscore creates carries; its value names the
-/// client that owns it.
-pub const OWNER_LABEL: &str = "progscore.owner";
-
-/// How the client reaches the engine and where it keeps workspaces.
-#[derive(Debug, Clone)]
-pub struct DockerOptions {
-    /// The engine's unix socket.
-    pub socket: PathBuf,
-    /// Where private per-call workspaces are created (must be visible to the
-    /// engine at the same path, i.e. a local engine).
-    pub workspace_root: PathBuf,
-    /// Value of the [`OWNER_LABEL`] label on this client's containers.
-    pub owner: String,
-    /// The non-root `uid:gid` programs run as.
-    pub user: String,
-}
-
-impl Default for DockerOptions {
-    fn default() -> Self {
-        let socket = std::env::var("DOCKER_HOST")
-            .ok()
-            .and_then(|host| host.strip_prefix("unix://").map(PathBuf::from))
-            .unwrap_or_else(|| PathBuf::from("/var/run/docker.sock"));
-        DockerOptions {
-            socket,
-            workspace_root: std::env::temp_dir().join("progscore-workspaces"),
-            owner: format!(
-                "progscore-{}-{}",
-                std::process::id(),
-                invocation::random_hex()
-            ),
-            user: "65534:65534".into(),
-        }
-    }
-}
+/// How many times one invocation runs again after the engine dropped it.
+const MAX_OUTAGE_RERUNS: usize = 2;
 
 /// Runs programs in fresh hardened containers of a local Docker engine.
 pub struct DockerClient {
@@ -64,19 +33,39 @@ pub struct DockerClient {
 struct Inner {
     options: DockerOptions,
     profiles: Vec<RuntimeProfile>,
-    engine: OnceCell<(Docker, EngineFacts)>,
+    owner: Owner,
+    engine: OnceCell<Engine>,
     images: Mutex<HashMap<String, ImageFacts>>,
+    health: EngineHealth,
+    /// Programs of this client inside their window.
+    load: Load,
+    /// Shared by every invocation; taken exclusively to confirm a timeout
+    /// with no other program of this client running.
+    schedule: RwLock<()>,
+    /// Containers the engine could not remove while it was gone.
+    leftovers: std::sync::Mutex<Vec<Leftover>>,
+}
+
+struct Engine {
+    docker: Docker,
+    facts: EngineFacts,
+    cgroups: Option<Cgroups>,
 }
 
 impl DockerClient {
     /// A client for these profiles (only `backend = "docker"` ones are
-    /// accepted by `execute`). The engine is contacted on first use, so a
-    /// client can be built while the engine is down; calls then fail with
-    /// [`SandboxError::EngineUnavailable`] until it is back.
+    /// accepted by `execute`). It registers its owner under
+    /// [`DockerOptions::owner_root`] at once; the engine is contacted on first
+    /// use (when containers and workspaces of dead progscore processes are
+    /// swept first), so a client can be built while the engine is down.
     pub fn new(
         profiles: Vec<RuntimeProfile>,
         options: DockerOptions,
     ) -> Result<DockerClient, SandboxError> {
+        let owner =
+            Owner::register(&options.owner_root, OWNER_KIND).map_err(|e| SandboxError::Setup {
+                message: format!("cannot register the client's workspace folder: {e}"),
+            })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("progscore-docker")
@@ -87,10 +76,15 @@ impl DockerClient {
             })?;
         Ok(DockerClient {
             inner: Arc::new(Inner {
+                health: EngineHealth::new(options.endpoint(), options.outage_wait),
                 options,
                 profiles,
+                owner,
                 engine: OnceCell::new(),
                 images: Mutex::new(HashMap::new()),
+                load: Load::default(),
+                schedule: RwLock::new(()),
+                leftovers: std::sync::Mutex::new(Vec::new()),
             }),
             runtime: Some(runtime),
         })
@@ -98,14 +92,19 @@ impl DockerClient {
 
     /// The owner label value of this client's containers.
     pub fn owner(&self) -> &str {
-        &self.inner.options.owner
+        self.inner.owner.name()
+    }
+
+    /// This client's private folder (its workspaces live below it).
+    pub fn owner_dir(&self) -> &std::path::Path {
+        self.inner.owner.dir()
     }
 
     /// Checks the engine and every Docker profile, as `progscore doctor` shows.
     pub async fn diagnose(&self) -> EngineReport {
         let inner = self.inner.clone();
         let task = self.spawn(async move {
-            let engine = inner.engine().await.map(|(_, facts)| facts.clone());
+            let engine = inner.engine().await.map(|engine| engine.facts.clone());
             let mut checks = Vec::new();
             for profile in inner
                 .profiles
@@ -114,29 +113,12 @@ impl DockerClient {
             {
                 let check = match &engine {
                     Err(err) => Err(err.clone()),
-                    Ok(facts) => match facts.require_runtime(profile) {
-                        Err(err) => Err(err),
-                        Ok(()) => inner.image_facts(profile).await.map(|image| {
-                            format!(
-                                "image {} (id {}), runtime {}",
-                                profile.image().map(|i| i.to_string()).unwrap_or_default(),
-                                image.image_id,
-                                facts.runtime_for(profile)
-                            )
-                        }),
-                    },
+                    Ok(_) => inner.preflight(profile).await.map(|found| found.detail),
                 };
-                checks.push(match check {
-                    Ok(detail) => ProfileCheck {
-                        profile: profile.name.clone(),
-                        ok: true,
-                        detail,
-                    },
-                    Err(err) => ProfileCheck {
-                        profile: profile.name.clone(),
-                        ok: false,
-                        detail: err.to_string(),
-                    },
+                checks.push(ProfileCheck {
+                    profile: profile.name.clone(),
+                    ok: check.is_ok(),
+                    detail: check.unwrap_or_else(|err| err.to_string()),
                 });
             }
             engine::report(engine.as_ref(), checks)
@@ -157,24 +139,10 @@ impl DockerClient {
     pub async fn owned_containers(&self) -> Result<Vec<String>, SandboxError> {
         let inner = self.inner.clone();
         let task = self.spawn(async move {
-            let (docker, _) = inner.engine().await?;
-            let filters = HashMap::from([(
-                "label".to_string(),
-                vec![format!("{OWNER_LABEL}={}", inner.options.owner)],
-            )]);
-            let options = ListContainersOptionsBuilder::new()
-                .all(true)
-                .filters(&filters)
-                .build();
-            let containers = docker
-                .list_containers(Some(options))
+            let engine = inner.engine().await?;
+            list_owned(&engine.docker, inner.owner.name())
                 .await
-                .map_err(engine::unavailable)?;
-            Ok(containers
-                .into_iter()
-                .flat_map(|c| c.names.unwrap_or_default())
-                .map(|name| name.trim_start_matches('/').to_string())
-                .collect())
+                .map(|containers| containers.into_iter().map(|(_, name)| name).collect())
         });
         task.await.map_err(|e| SandboxError::Setup {
             message: e.to_string(),
@@ -219,7 +187,10 @@ impl SandboxClient for DockerClient {
         let profile = profile.to_string();
         let invocations = invocations.to_vec();
         let token = CancellationToken::new();
-        let (mut on_drop, finished) = cancel_pair(token.clone());
+        // A dropped call waits for its cleanup: at most a kill, a wait and a
+        // removal, each bounded by the engine timeout.
+        let cleanup_bound = self.inner.options.engine_timeout * 3 + Duration::from_secs(10);
+        let (mut on_drop, finished) = cancel_pair(token.clone(), cleanup_bound);
         let task = self.spawn(async move {
             let result = inner.run(&program, &profile, &invocations, &token).await;
             drop(finished);
@@ -233,41 +204,143 @@ impl SandboxClient for DockerClient {
             })?
         })
     }
+
+    fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
+        let inner = self.inner.clone();
+        let profile = profile.to_string();
+        let task = self.spawn(async move {
+            let profile = inner.docker_profile(&profile)?;
+            inner.preflight(profile).await
+        });
+        Box::pin(async move {
+            task.await.map_err(|e| SandboxError::Setup {
+                message: format!("the preflight task failed: {e}"),
+            })?
+        })
+    }
 }
 
 impl Inner {
-    async fn engine(&self) -> Result<&(Docker, EngineFacts), SandboxError> {
+    async fn engine(&self) -> Result<&Engine, SandboxError> {
         self.engine
             .get_or_try_init(|| async {
+                let endpoint = self.options.endpoint();
                 let socket = self.options.socket.display().to_string();
-                let docker = Docker::connect_with_unix(&socket, 120, API_DEFAULT_VERSION)
-                    .map_err(engine::unavailable)?
+                let timeout = self.options.engine_timeout.as_secs().max(1);
+                let unreachable = |e: bollard::errors::Error| SandboxError::EngineUnavailable {
+                    message: format!(
+                        "cannot reach the Docker engine at {endpoint}: {}; is dockerd running? \
+                         (scripts/setup.sh starts it)",
+                        engine::cause(&e)
+                    ),
+                };
+                let docker = Docker::connect_with_unix(&socket, timeout, API_DEFAULT_VERSION)
+                    .map_err(unreachable)?
                     .negotiate_version()
                     .await
-                    .map_err(|e| SandboxError::EngineUnavailable {
-                        message: format!(
-                            "cannot reach the engine at {socket}: {}",
-                            engine::describe(&e)
-                        ),
-                    })?;
+                    .map_err(unreachable)?;
                 let facts = EngineFacts::read(&docker).await?;
-                sweep_orphans(&docker).await;
-                Ok((docker, facts))
+                let cgroups = Cgroups::discover(
+                    facts.cgroup_driver.as_deref(),
+                    facts.cgroup_version.as_deref(),
+                );
+                if cgroups.is_none() {
+                    tracing::warn!(
+                        "cannot find the engine's cgroups from this process (driver {:?}): CPU \
+                         time and peak memory are not measured, and timeouts under load are \
+                         confirmed by running alone",
+                        facts.cgroup_driver
+                    );
+                }
+                let engine = Engine {
+                    docker,
+                    facts,
+                    cgroups,
+                };
+                self.sweep_dead_owners(&engine).await;
+                Ok(engine)
             })
             .await
     }
 
-    async fn image_facts(&self, profile: &RuntimeProfile) -> Result<ImageFacts, SandboxError> {
+    fn docker_profile(&self, name: &str) -> Result<&RuntimeProfile, SandboxError> {
+        let profile = self
+            .profiles
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| SandboxError::unknown_profile(name, &self.profiles))?;
+        if profile.backend != Backend::Docker {
+            return Err(SandboxError::WrongBackend {
+                profile: profile.name.clone(),
+                backend: profile.backend.to_string(),
+            });
+        }
+        Ok(profile)
+    }
+
+    async fn image_facts(
+        &self,
+        docker: &Docker,
+        profile: &RuntimeProfile,
+    ) -> Result<ImageFacts, SandboxError> {
         if let Some(facts) = self.images.lock().await.get(&profile.name) {
             return Ok(facts.clone());
         }
-        let (docker, _) = self.engine().await?;
         let facts = engine::check_image(docker, profile).await?;
         self.images
             .lock()
             .await
             .insert(profile.name.clone(), facts.clone());
         Ok(facts)
+    }
+
+    /// Everything a run of `profile` needs from the engine, checked.
+    async fn ready(&self, profile: &RuntimeProfile) -> Result<(&Engine, ImageFacts), SandboxError> {
+        let engine = self.engine().await?;
+        engine.facts.require_limits()?;
+        engine.facts.require_runtime(profile)?;
+        if profile.limits.cpu_time_ms.is_some() && engine.cgroups.is_none() {
+            return Err(SandboxError::EngineUnsupported {
+                missing: format!("profile `{}`'s limits.cpu_time", profile.name),
+                hint: "progscore reads CPU time from the engine's cgroups, which it cannot find \
+                       from this process (the engine must be local, use the cgroupfs driver, \
+                       and share this process's cgroup view); remove limits.cpu_time or run \
+                       progscore beside the engine"
+                    .into(),
+            });
+        }
+        let image = self.image_facts(&engine.docker, profile).await?;
+        Ok((engine, image))
+    }
+
+    async fn preflight(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
+        let (engine, image) = self.ready(profile).await?;
+        if self.health.is_down() {
+            return Err(SandboxError::EngineUnavailable {
+                message: format!(
+                    "the Docker engine at {} is not answering",
+                    self.options.endpoint()
+                ),
+            });
+        }
+        let runtime = engine.facts.runtime_for(profile);
+        let mut found = Preflight::of(
+            profile,
+            format!(
+                "image {} (id {}), runtime {runtime}, {}",
+                profile.image().map(|i| i.to_string()).unwrap_or_default(),
+                image.image_id,
+                if engine.cgroups.is_some() {
+                    "CPU time and memory measured"
+                } else {
+                    "nothing measured (cgroups not visible)"
+                }
+            ),
+        );
+        // What runs when the profile names no runtime is the engine's default:
+        // the attempt's fingerprint says which.
+        found.fingerprint["runtime"] = serde_json::Value::String(runtime);
+        Ok(found)
     }
 
     async fn run(
@@ -277,40 +350,36 @@ impl Inner {
         invocations: &[Invocation],
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
-        let profile = self
-            .profiles
-            .iter()
-            .find(|p| p.name == profile_name)
-            .ok_or_else(|| SandboxError::unknown_profile(profile_name, &self.profiles))?;
-        if profile.backend != Backend::Docker {
-            return Err(SandboxError::WrongBackend {
-                profile: profile.name.clone(),
-                backend: profile.backend.to_string(),
-            });
-        }
-        let (docker, facts) = self.engine().await?;
-        facts.require_limits()?;
-        facts.require_runtime(profile)?;
-        let image = self.image_facts(profile).await?;
-        let workspace = Workspace::create(&self.options.workspace_root, program).map_err(|e| {
-            SandboxError::Setup {
+        let profile = self.docker_profile(profile_name)?;
+        profile.check_invocations(invocations)?;
+        let engine = self.engine().await?;
+        // An engine known to be down: wait for it rather than burn this program.
+        self.wait_for_engine(&engine.docker, token).await?;
+        let (engine, image) = self.ready(profile).await?;
+        let mut warnings = self.remove_leftovers(&engine.docker).await;
+        let workspace =
+            Workspace::create(self.owner.dir(), program).map_err(|e| SandboxError::Setup {
                 message: format!(
                     "cannot create a workspace under {}: {e}",
-                    self.options.workspace_root.display()
+                    self.owner.dir().display()
                 ),
-            }
-        })?;
+            })?;
+        let runtime = engine.facts.runtime_for(profile);
         let context = InvocationContext {
-            docker,
-            engine: facts,
+            docker: &engine.docker,
+            engine: &engine.facts,
+            health: &self.health,
             image: &image,
             profile,
+            runtime: &runtime,
             options: &self.options,
+            owner: self.owner.name(),
+            cgroups: engine.cgroups.as_ref(),
+            load: &self.load,
             program_on_host: workspace.program_path(),
             token,
         };
         let mut events = Vec::with_capacity(invocations.len());
-        let mut warnings = Vec::new();
         let mut stop_reason: Option<String> = None;
         for (index, invocation) in invocations.iter().enumerate() {
             if stop_reason.is_none() && token.is_cancelled() {
@@ -320,10 +389,21 @@ impl Inner {
                 events.push(InvocationEvent::not_run(reason.clone()));
                 continue;
             }
-            let result = invocation::run(&context, index, invocation).await;
-            events.push(result.event);
-            warnings.extend(result.warnings);
-            stop_reason = result.stop_reason;
+            let ran = self
+                .run_invocation(&context, index, invocation, &mut warnings)
+                .await;
+            let (event, stop) = match ran {
+                Ok(ran) => ran,
+                Err(lost) => {
+                    // Nothing of this run is evidence: the engine is gone.
+                    if let Err(warning) = workspace.remove() {
+                        tracing::warn!("{warning}");
+                    }
+                    return Err(lost);
+                }
+            };
+            events.push(event);
+            stop_reason = stop;
         }
         if let Err(warning) = workspace.remove() {
             warnings.push(warning);
@@ -335,67 +415,221 @@ impl Inner {
             sandbox_warnings: warnings,
         })
     }
-}
 
-/// Removes containers left by progscore processes that no longer exist (a
-/// process killed with SIGKILL cannot clean up after itself). Owner labels
-/// carry the creating process's pid; a container whose owner pid is alive,
-/// or whose label is not ours, is left alone.
-async fn sweep_orphans(docker: &Docker) {
-    let filters = HashMap::from([("label".to_string(), vec![OWNER_LABEL.to_string()])]);
-    let options = ListContainersOptionsBuilder::new()
-        .all(true)
-        .filters(&filters)
-        .build();
-    let Ok(containers) = docker.list_containers(Some(options)).await else {
-        return;
-    };
-    for container in containers {
-        let owner = container
-            .labels
-            .as_ref()
-            .and_then(|labels| labels.get(OWNER_LABEL))
-            .cloned()
-            .unwrap_or_default();
-        let Some(pid) = owner_pid(&owner) else {
-            continue;
-        };
-        if Path::new(&format!("/proc/{pid}")).exists() {
-            continue;
+    /// One invocation, run again alone when its timeout must be confirmed,
+    /// and again when the engine dropped it and came back. `Err` when the
+    /// engine was lost and did not come back within the outage wait.
+    async fn run_invocation(
+        &self,
+        context: &InvocationContext<'_>,
+        index: usize,
+        invocation: &Invocation,
+        warnings: &mut Vec<String>,
+    ) -> Result<(InvocationEvent, Option<String>), SandboxError> {
+        let token = context.token;
+        let mut alone = false;
+        let mut outages = 0;
+        loop {
+            // Alone: no other program of this client runs meanwhile. Only
+            // the wait for the slot is cut short by a cancellation; a
+            // started invocation cleans up after itself.
+            let slot = async {
+                if alone {
+                    Slot::Alone(self.schedule.write().await)
+                } else {
+                    Slot::Shared(self.schedule.read().await)
+                }
+            };
+            let _slot = tokio::select! {
+                biased;
+                () = token.cancelled() => {
+                    return Ok((InvocationEvent::not_run("the call was cancelled"),
+                            Some("the call was cancelled".into())));
+                }
+                slot = slot => slot,
+            };
+            let result = invocation::run(context, index, invocation, alone).await;
+            warnings.extend(result.warnings);
+            match result.next {
+                Next::Continue => return Ok((result.event, None)),
+                Next::Stop(reason) => return Ok((result.event, Some(reason))),
+                Next::ConfirmAlone(why) if !alone => {
+                    warnings.push(format!(
+                        "invocation {index} ran again with no other program beside it: {why}"
+                    ));
+                    alone = true;
+                }
+                // Still unproven alone: the event says so (an unconfirmed timeout).
+                Next::ConfirmAlone(_) => return Ok((result.event, None)),
+                Next::EngineLost(leftover) => {
+                    let lost = format!(
+                        "the engine stopped answering during invocation {index}: {}",
+                        sandbox_message(&result.event)
+                    );
+                    match self.health.wait_until_up(context.docker, token).await {
+                        Ok(()) => {
+                            if let Err(e) = invocation::remove_leftover(
+                                context.docker,
+                                self.options.engine_timeout,
+                                &leftover,
+                            )
+                            .await
+                            {
+                                warnings.push(e);
+                            }
+                            outages += 1;
+                            if outages > MAX_OUTAGE_RERUNS {
+                                let reason = format!(
+                                    "{lost}; it was run {outages} times and lost each time"
+                                );
+                                return Ok((result.event, Some(reason)));
+                            }
+                            warnings.push(format!("{lost}; run again once it answered"));
+                        }
+                        Err(unavailable) => {
+                            self.keep_leftover(leftover);
+                            return match unavailable {
+                                Unavailable::GaveUp(message) => {
+                                    Err(SandboxError::EngineUnavailable { message })
+                                }
+                                Unavailable::Cancelled => Ok((
+                                    InvocationEvent::not_run("the call was cancelled"),
+                                    Some("the call was cancelled".into()),
+                                )),
+                            };
+                        }
+                    }
+                }
+            }
         }
-        let Some(id) = container.id else { continue };
-        let options = bollard::query_parameters::RemoveContainerOptionsBuilder::new()
-            .force(true)
-            .v(true)
-            .build();
-        match docker.remove_container(&id, Some(options)).await {
-            Ok(()) => tracing::warn!("removed container {id} left by dead progscore process {pid}"),
-            Err(err) => tracing::warn!(
-                "cannot remove container {id} left by dead progscore process {pid}: {}",
-                engine::describe(&err)
-            ),
+    }
+
+    async fn wait_for_engine(
+        &self,
+        docker: &Docker,
+        token: &CancellationToken,
+    ) -> Result<(), SandboxError> {
+        match self.health.wait_until_up(docker, token).await {
+            Ok(()) => Ok(()),
+            Err(Unavailable::GaveUp(message)) => Err(SandboxError::EngineUnavailable { message }),
+            Err(Unavailable::Cancelled) => Err(SandboxError::Setup {
+                message: "the call was cancelled while the engine was down".into(),
+            }),
+        }
+    }
+
+    fn keep_leftover(&self, leftover: Leftover) {
+        self.leftovers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(leftover);
+    }
+
+    /// Removes containers left while the engine was gone; what still fails
+    /// stays for the next call (or the sweep after this process ends).
+    async fn remove_leftovers(&self, docker: &Docker) -> Vec<String> {
+        let pending: Vec<Leftover> = std::mem::take(
+            &mut *self
+                .leftovers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let mut warnings = Vec::new();
+        for leftover in pending {
+            if let Err(e) =
+                invocation::remove_leftover(docker, self.options.engine_timeout, &leftover).await
+            {
+                warnings.push(e);
+                self.keep_leftover(leftover);
+            }
+        }
+        warnings
+    }
+
+    /// Removes what progscore processes that are provably gone left behind:
+    /// their containers, cgroups and workspace folders. Owners are judged by
+    /// their lock in this client's owner root, never by a pid.
+    async fn sweep_dead_owners(&self, engine: &Engine) {
+        for dead in Owner::dead_owners(&self.options.owner_root, OWNER_KIND) {
+            let containers = match list_owned(&engine.docker, dead.name()).await {
+                Ok(containers) => containers,
+                Err(err) => {
+                    tracing::warn!(
+                        "cannot list the containers of dead owner {}: {err}",
+                        dead.name()
+                    );
+                    continue;
+                }
+            };
+            let mut clean = true;
+            for (id, name) in containers {
+                let options = RemoveContainerOptionsBuilder::new()
+                    .force(true)
+                    .v(true)
+                    .build();
+                match engine.docker.remove_container(&id, Some(options)).await {
+                    Ok(()) => tracing::warn!(
+                        "removed container {name} left by progscore process {}",
+                        dead.name()
+                    ),
+                    Err(err) => {
+                        clean = false;
+                        tracing::warn!(
+                            "cannot remove container {name} left by {}: {}",
+                            dead.name(),
+                            engine::describe(&err)
+                        );
+                    }
+                }
+            }
+            if let Some(cgroups) = &engine.cgroups
+                && let Err(e) = cgroups.remove_owner(dead.name())
+            {
+                clean = false;
+                tracing::warn!("{e}");
+            }
+            if clean && let Err(e) = dead.forget() {
+                tracing::warn!("{e}");
+            }
         }
     }
 }
 
-/// The pid in an owner label `progscore-<pid>-<hex>`.
-pub(crate) fn owner_pid(owner: &str) -> Option<u32> {
-    let rest = owner.strip_prefix("progscore-")?;
-    let (pid, tag) = rest.split_once('-')?;
-    (!tag.is_empty() && tag.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then(|| pid.parse().ok())
-        .flatten()
+/// An invocation's place in the client's schedule.
+enum Slot<'a> {
+    Shared(#[allow(dead_code)] tokio::sync::RwLockReadGuard<'a, ()>),
+    Alone(#[allow(dead_code)] tokio::sync::RwLockWriteGuard<'a, ()>),
 }
 
-#[cfg(test)]
-mod tests {
-    use super::owner_pid;
+/// The containers (id, name) labelled with this owner.
+async fn list_owned(docker: &Docker, owner: &str) -> Result<Vec<(String, String)>, SandboxError> {
+    let filters = HashMap::from([("label".to_string(), vec![format!("{OWNER_LABEL}={owner}")])]);
+    let options = ListContainersOptionsBuilder::new()
+        .all(true)
+        .filters(&filters)
+        .build();
+    let containers = docker
+        .list_containers(Some(options))
+        .await
+        .map_err(engine::unavailable)?;
+    Ok(containers
+        .into_iter()
+        .filter_map(|c| {
+            let id = c.id?;
+            let name = c
+                .names
+                .unwrap_or_default()
+                .first()
+                .map(|n| n.trim_start_matches('/').to_string())
+                .unwrap_or_else(|| id.clone());
+            Some((id, name))
+        })
+        .collect())
+}
 
-    #[test]
-    fn owner_labels_name_their_process() {
-        assert_eq!(owner_pid("progscore-4242-00ff"), Some(4242));
-        assert_eq!(owner_pid("progscore-4242-"), None);
-        assert_eq!(owner_pid("bench-cli-loop"), None);
-        assert_eq!(owner_pid("progscore-x-00"), None);
+fn sandbox_message(event: &InvocationEvent) -> String {
+    match &event.outcome {
+        Outcome::SandboxError { message } => message.clone(),
+        other => other.kind().to_string(),
     }
 }

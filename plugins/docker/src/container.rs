@@ -31,14 +31,25 @@ pub(crate) struct ContainerSpec {
     pub argv: Vec<String>,
 }
 
+/// Where the container runs and who owns it.
+pub(crate) struct Placement<'a> {
+    /// The image reference to create from (the profile's pin).
+    pub image: &'a str,
+    /// The OCI runtime, resolved (the engine's default when the profile names none).
+    pub runtime: &'a str,
+    /// The program's file on the host, bind-mounted read-only.
+    pub program_on_host: &'a Path,
+    /// Labels, the owner's among them.
+    pub labels: HashMap<String, String>,
+    /// The invocation's own parent cgroup, when progscore measures it.
+    pub cgroup_parent: Option<String>,
+}
+
 pub(crate) fn container_spec(
     profile: &RuntimeProfile,
-    image: &str,
-    program_on_host: &Path,
+    placement: Placement<'_>,
     args: &[String],
     with_stdin: bool,
-    user: &str,
-    labels: HashMap<String, String>,
 ) -> ContainerSpec {
     let limits = &profile.limits;
     // The profile's command replaces the image's ENTRYPOINT and CMD entirely,
@@ -49,7 +60,7 @@ pub(crate) fn container_spec(
     cmd.extend(args.iter().cloned());
     let argv = entrypoint.iter().chain(cmd.iter()).cloned().collect();
 
-    let gvisor = profile.runtime.as_deref() == Some(GVISOR_RUNTIME);
+    let gvisor = placement.runtime == GVISOR_RUNTIME;
     let memory = i64::try_from(limits.memory_bytes).unwrap_or(i64::MAX);
     let cpu_period: i64 = 100_000;
     let cpu_quota = ((limits.cpus * cpu_period as f64).round() as i64).max(1_000);
@@ -92,7 +103,7 @@ pub(crate) fn container_spec(
         tmpfs: Some(tmpfs),
         mounts: Some(vec![Mount {
             target: Some(PROGRAM_PATH.into()),
-            source: Some(program_on_host.display().to_string()),
+            source: Some(placement.program_on_host.display().to_string()),
             typ: Some(MountType::BIND),
             read_only: Some(true),
             ..Default::default()
@@ -104,17 +115,25 @@ pub(crate) fn container_spec(
         cpu_quota: Some(cpu_quota),
         pids_limit: Some(pids_limit),
         ulimits: Some(ulimits),
-        runtime: profile.runtime.clone(),
+        // Always explicit, so what ran is what the attempt's fingerprint says
+        // even if the engine's default changes.
+        runtime: Some(placement.runtime.to_string()),
         auto_remove: Some(false),
         ipc_mode: Some("private".into()),
+        cgroup_parent: placement.cgroup_parent,
         ..Default::default()
     };
 
     let body = ContainerCreateBody {
-        image: Some(image.to_string()),
+        image: Some(placement.image.to_string()),
         entrypoint: Some(entrypoint),
         cmd: Some(cmd),
-        user: Some(user.to_string()),
+        user: Some(
+            profile
+                .user
+                .clone()
+                .unwrap_or_else(|| progscore_sandbox::profile::DEFAULT_DOCKER_USER.to_string()),
+        ),
         working_dir: Some("/tmp".into()),
         hostname: Some("sandbox".into()),
         network_disabled: Some(true),
@@ -125,7 +144,7 @@ pub(crate) fn container_spec(
         // The container's stdin closes when we close ours: EOF after the bytes.
         stdin_once: Some(with_stdin),
         tty: Some(false),
-        labels: Some(labels),
+        labels: Some(placement.labels),
         host_config: Some(host_config),
         ..Default::default()
     };

@@ -16,6 +16,12 @@ pub(crate) struct EngineFacts {
     pub default_runtime: String,
     /// Limits the engine says it cannot enforce.
     pub unsupported: Vec<&'static str>,
+    /// CPUs the engine's host has.
+    pub cpus: usize,
+    /// `cgroupfs` or `systemd`, as the engine reports it.
+    pub cgroup_driver: Option<String>,
+    /// `1` or `2`, as the engine reports it.
+    pub cgroup_version: Option<String>,
 }
 
 /// The image a profile pins, as the engine knows it.
@@ -89,6 +95,13 @@ impl EngineFacts {
                 .clone()
                 .unwrap_or_else(|| "runc".into()),
             unsupported,
+            cpus: info
+                .ncpu
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|&n| n > 0)
+                .unwrap_or(1),
+            cgroup_driver: info.cgroup_driver.as_ref().map(|d| d.to_string()),
+            cgroup_version: info.cgroup_version.as_ref().map(|v| v.to_string()),
         }
     }
 
@@ -187,15 +200,61 @@ pub(crate) fn unavailable(err: BollardError) -> SandboxError {
     }
 }
 
-/// A readable message for an engine error, without bollard's debug noise.
+/// A readable message for an engine error, without bollard's debug noise,
+/// ending with its root cause (`connection refused`).
 pub(crate) fn describe(err: &BollardError) -> String {
     match err {
         BollardError::DockerResponseServerError {
             status_code,
             message,
         } => format!("engine answered {status_code}: {message}"),
-        other => other.to_string(),
+        other => match root_cause(other) {
+            Some(cause) => format!("{other}: {cause}"),
+            None => other.to_string(),
+        },
     }
+}
+
+/// Why the engine could not be reached, in plain words (`connection refused`,
+/// `no such socket`).
+pub(crate) fn cause(err: &BollardError) -> String {
+    match err {
+        BollardError::SocketNotFoundError(_) => "no such socket".into(),
+        other => root_cause(other).unwrap_or_else(|| describe(other)),
+    }
+}
+
+/// Whether the request failed below HTTP (the engine may be gone), rather
+/// than being answered.
+pub(crate) fn is_transport_error(err: &BollardError) -> bool {
+    matches!(
+        err,
+        BollardError::HyperLegacyError { .. }
+            | BollardError::HyperResponseError { .. }
+            | BollardError::IOError { .. }
+            | BollardError::RequestTimeoutError
+            | BollardError::SocketNotFoundError(_)
+    )
+}
+
+/// The innermost cause of an error, in plain words for the common socket errors.
+fn root_cause(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut deepest = None;
+    let mut current = err.source();
+    while let Some(cause) = current {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return Some(match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
+                std::io::ErrorKind::NotFound => "no such socket".into(),
+                std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+                std::io::ErrorKind::ConnectionReset => "connection reset".into(),
+                _ => io.to_string(),
+            });
+        }
+        deepest = Some(cause.to_string());
+        current = cause.source();
+    }
+    deepest
 }
 
 /// Builds a doctor report from whatever could be learnt.
@@ -218,9 +277,7 @@ pub(crate) fn report(
         Err(err) => EngineReport {
             engine: "unreachable".into(),
             engine_ok: false,
-            problems: vec![format!(
-                "{err}; is dockerd running? (scripts/setup.sh starts it)"
-            )],
+            problems: vec![err.to_string()],
             runtimes: Vec::new(),
             profiles,
         },

@@ -5,10 +5,6 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-/// How long a dropped call may block its caller while cleaning up. Removing
-/// a container takes well under a second; this bounds a wedged engine.
-const CLEANUP_WAIT: Duration = Duration::from_secs(120);
-
 /// Held by the caller's future. When the future is dropped before the call
 /// finished, it cancels the call's task and blocks until that task (running
 /// on the client's own runtime, never the caller's) has removed everything
@@ -16,6 +12,11 @@ const CLEANUP_WAIT: Duration = Duration::from_secs(120);
 pub(crate) struct CancelOnDrop {
     token: CancellationToken,
     finished: mpsc::Receiver<()>,
+    /// How long a dropped call may block its caller while cleaning up: the
+    /// cleanup's own bound (its engine requests' timeouts), so a drop never
+    /// returns while a container may still be there, unless the engine is
+    /// wedged past every bound.
+    cleanup_bound: Duration,
     armed: bool,
 }
 
@@ -25,12 +26,16 @@ pub(crate) struct FinishedSignal {
     _sender: mpsc::Sender<()>,
 }
 
-pub(crate) fn cancel_pair(token: CancellationToken) -> (CancelOnDrop, FinishedSignal) {
+pub(crate) fn cancel_pair(
+    token: CancellationToken,
+    cleanup_bound: Duration,
+) -> (CancelOnDrop, FinishedSignal) {
     let (sender, finished) = mpsc::channel();
     (
         CancelOnDrop {
             token,
             finished,
+            cleanup_bound,
             armed: true,
         },
         FinishedSignal { _sender: sender },
@@ -51,9 +56,11 @@ impl Drop for CancelOnDrop {
         }
         self.token.cancel();
         // recv returns Err(Disconnected) when the task drops its signal.
-        if let Err(mpsc::RecvTimeoutError::Timeout) = self.finished.recv_timeout(CLEANUP_WAIT) {
+        if let Err(mpsc::RecvTimeoutError::Timeout) = self.finished.recv_timeout(self.cleanup_bound)
+        {
             tracing::error!(
-                "a cancelled sandbox call did not finish its cleanup within {CLEANUP_WAIT:?}"
+                "a cancelled sandbox call did not finish its cleanup within {:?}",
+                self.cleanup_bound
             );
         }
     }

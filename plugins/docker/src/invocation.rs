@@ -1,15 +1,24 @@
-//! One invocation: create, attach, start, feed stdin, drain output, wait,
-//! inspect, remove — under one deadline, with cleanup on every path.
+//! One invocation: create, attach, start, the program's window, then the
+//! outcome from the container's state, the measurements, and removal.
+//!
+//! Two clocks. Every engine request (create, attach, start, kill, inspect,
+//! remove, and the output's end once the program exited) is bounded by the
+//! engine timeout; its expiry is a sandbox error, never the program's time.
+//! The program's limits run from the moment `start` returned (under gVisor,
+//! after the sandbox booted): when one fires, the container's state decides
+//! whether the program had exited or is killed and timed out. A stream that
+//! ends is not an exit: only the engine's wait or the state says the program
+//! ended.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
+use bollard::models::ContainerInspectResponse;
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, InspectContainerOptions,
     KillContainerOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions,
@@ -17,132 +26,236 @@ use bollard::query_parameters::{
 };
 use futures_util::StreamExt;
 use progscore_sandbox::{
-    Invocation, InvocationEvent, Outcome, Provenance, RuntimeProfile, StreamCapture,
+    CpuWindow, Invocation, InvocationEvent, Outcome, Provenance, ResourceUsage, RuntimeProfile,
+    StreamCapture, TimeLimit, TimeoutProof, fair_extension,
 };
 use tokio::io::AsyncWriteExt;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{DockerOptions, OWNER_LABEL};
-use crate::container::container_spec;
-use crate::engine::{EngineFacts, ImageFacts, describe};
+use crate::cgroup::{Cgroups, InvocationCgroup};
+use crate::container::{Placement, container_spec};
+use crate::engine::{EngineFacts, ImageFacts, describe, is_transport_error};
+use crate::health::EngineHealth;
+use crate::options::{DockerOptions, OWNER_LABEL};
+
+/// How often a CPU-time limit is checked against the cgroup's counter.
+const CPU_LIMIT_POLL: Duration = Duration::from_millis(20);
+/// Output seen this close to a limit (or within a tenth of the window)
+/// counts as "still writing".
+const OUTPUT_ACTIVE: Duration = Duration::from_millis(100);
 
 /// Everything an invocation needs from its call.
 pub(crate) struct InvocationContext<'a> {
     pub docker: &'a Docker,
     pub engine: &'a EngineFacts,
+    pub health: &'a EngineHealth,
     pub image: &'a ImageFacts,
     pub profile: &'a RuntimeProfile,
+    /// The OCI runtime, resolved.
+    pub runtime: &'a str,
     pub options: &'a DockerOptions,
+    pub owner: &'a str,
+    pub cgroups: Option<&'a Cgroups>,
+    pub load: &'a Load,
     pub program_on_host: &'a Path,
     pub token: &'a CancellationToken,
 }
 
-/// The event, any sandbox warnings, and whether later invocations must not run.
+/// The event, any sandbox warnings, and what the caller must do next.
 pub(crate) struct InvocationResult {
     pub event: InvocationEvent,
     pub warnings: Vec<String>,
-    pub stop_reason: Option<String>,
+    pub next: Next,
 }
 
-/// How the body of the invocation (attach to stream close and exit) ended.
-enum BodyEnd {
-    Finished,
-    EngineError(String),
-    DeadlineExpired,
+/// What the call does after an invocation.
+pub(crate) enum Next {
+    /// Go on with the next invocation.
+    Continue,
+    /// Run this invocation again with nothing else beside it: its timeout is
+    /// not proven yet (the text says why).
+    ConfirmAlone(String),
+    /// The engine stopped answering: wait for it, remove what is left, and
+    /// run the invocation again.
+    EngineLost(Leftover),
+    /// Run nothing more in this call (the text says why).
+    Stop(String),
+}
+
+/// A container (and its cgroup) whose removal must wait for the engine.
+pub(crate) struct Leftover {
+    pub container: String,
+    pub cgroup: Option<InvocationCgroup>,
+}
+
+/// How many programs of this client are inside their window right now.
+#[derive(Debug, Default)]
+pub(crate) struct Load {
+    running: AtomicUsize,
+}
+
+struct Running<'a>(&'a Load);
+
+impl Load {
+    fn enter(&self) -> Running<'_> {
+        self.running.fetch_add(1, Ordering::SeqCst);
+        Running(self)
+    }
+
+    fn now(&self) -> usize {
+        self.running.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A failed engine request.
+struct EngineFault {
+    message: String,
+    transport: bool,
+}
+
+impl EngineFault {
+    fn from(what: &str, err: &BollardError) -> EngineFault {
+        EngineFault {
+            message: format!("{what}: {}", describe(err)),
+            transport: is_transport_error(err),
+        }
+    }
+}
+
+/// How the program's window ended.
+enum WindowEnd {
+    Exited,
+    Limit(TimeLimit),
     Cancelled,
+    Fault(EngineFault),
+}
+
+/// What the window and the state showed.
+struct Observed {
+    outcome: Outcome,
+    duration: Duration,
+    usage: Option<ResourceUsage>,
+    confirm: Option<String>,
 }
 
 pub(crate) async fn run(
     context: &InvocationContext<'_>,
     index: usize,
     invocation: &Invocation,
+    alone: bool,
 ) -> InvocationResult {
-    let started = Instant::now();
+    let name = format!(
+        "progscore-{}-{index}",
+        progscore_sandbox::owner::random_hex()
+    );
+    let cgroup = context
+        .cgroups
+        .map(|cgroups| cgroups.invocation(context.owner, &name));
     let profile = context.profile;
-    let name = format!("progscore-{}-{index}", random_hex());
-    let labels = HashMap::from([
-        (OWNER_LABEL.to_string(), context.options.owner.clone()),
-        ("progscore.profile".to_string(), profile.name.clone()),
-    ]);
     let stdin = invocation.stdin.as_ref().map(|s| s.as_bytes().to_vec());
+    let artifact = profile.image().map(|i| i.to_string()).unwrap_or_default();
     let spec = container_spec(
         profile,
-        &profile.image().map(|i| i.to_string()).unwrap_or_default(),
-        context.program_on_host,
+        Placement {
+            image: &artifact,
+            runtime: context.runtime,
+            program_on_host: context.program_on_host,
+            labels: HashMap::from([
+                (OWNER_LABEL.to_string(), context.owner.to_string()),
+                ("progscore.profile".to_string(), profile.name.clone()),
+            ]),
+            cgroup_parent: cgroup.as_ref().map(InvocationCgroup::parent),
+        },
         &invocation.args,
         stdin.is_some(),
-        &context.options.user,
-        labels,
     );
     let mut stdout = StreamCapture::new(profile.limits.output_bytes);
     let mut stderr = StreamCapture::new(profile.limits.output_bytes);
-    let mut warnings = Vec::new();
-
-    let create = context
-        .docker
-        .create_container(
-            Some(CreateContainerOptionsBuilder::new().name(&name).build()),
-            spec.body,
-        )
+    let lifecycle = Lifecycle {
+        context,
+        name: &name,
+        cgroup: cgroup.as_ref(),
+    };
+    let observed = lifecycle
+        .drive(spec.body, stdin, &mut stdout, &mut stderr, alone)
         .await;
-    let body_end = match create {
-        Err(err) => BodyEnd::EngineError(format!("creating container {name}: {}", describe(&err))),
-        Ok(_) => {
-            let deadline = tokio::time::Instant::now() + profile.limits.timeout();
-            let body = run_body(context.docker, &name, stdin, &mut stdout, &mut stderr);
-            tokio::select! {
-                biased;
-                _ = context.token.cancelled() => BodyEnd::Cancelled,
-                result = tokio::time::timeout_at(deadline, body) => match result {
-                    Ok(Ok(())) => BodyEnd::Finished,
-                    Ok(Err(message)) => BodyEnd::EngineError(message),
-                    Err(_) => BodyEnd::DeadlineExpired,
-                },
-            }
-        }
-    };
 
-    if matches!(body_end, BodyEnd::DeadlineExpired | BodyEnd::Cancelled) {
-        kill(context.docker, &name).await;
-    }
-    let outcome = match &body_end {
-        BodyEnd::Cancelled => Outcome::NotRun {
-            reason: "the call was cancelled".into(),
-        },
-        BodyEnd::EngineError(message) => Outcome::SandboxError {
-            message: message.clone(),
-        },
-        BodyEnd::Finished | BodyEnd::DeadlineExpired => {
-            let timed_out = matches!(body_end, BodyEnd::DeadlineExpired);
-            outcome_from_state(context.docker, &name, timed_out).await
+    let mut warnings = Vec::new();
+    let (outcome, mut next) = match observed {
+        Ok(observed) => {
+            let next = match &observed.confirm {
+                Some(why) => Next::ConfirmAlone(why.clone()),
+                None => Next::Continue,
+            };
+            (Ok(observed), next)
+        }
+        Err(fault) => {
+            let lost = fault.transport
+                && context
+                    .health
+                    .confirm_outage(context.docker, &fault.message)
+                    .await;
+            let next = if lost {
+                Next::EngineLost(Leftover {
+                    container: name.clone(),
+                    cgroup: cgroup.clone(),
+                })
+            } else {
+                Next::Stop(format!(
+                    "an earlier invocation hit a sandbox error: {}",
+                    fault.message
+                ))
+            };
+            (Err(fault.message), next)
         }
     };
-    let image_id = container_image(context.docker, &name).await;
+    let cancelled = matches!(&outcome, Ok(o) if matches!(o.outcome, Outcome::NotRun { .. }));
+    if cancelled {
+        next = Next::Stop("the call was cancelled".into());
+    }
 
     // Removal runs on every path, even when create reported an error: the
     // engine may have created the container before the connection failed.
-    let mut stop_reason = match &outcome {
-        Outcome::SandboxError { message } => Some(format!(
-            "an earlier invocation hit a sandbox error: {message}"
-        )),
-        Outcome::NotRun { reason } => Some(reason.clone()),
-        _ => None,
-    };
-    if let Err(message) = remove(context.docker, &name).await {
-        let warning = format!("failed to remove container {name}: {message}");
-        warnings.push(warning.clone());
-        stop_reason.get_or_insert(format!("not run: {warning}"));
+    // Once the engine is gone, removal waits for its return (the caller).
+    if !matches!(next, Next::EngineLost(_)) {
+        match lifecycle.remove().await {
+            Ok(()) => {
+                if let Some(cgroup) = &cgroup
+                    && let Err(e) = cgroup.remove()
+                {
+                    warnings.push(e);
+                }
+            }
+            Err(fault) => {
+                let warning = format!("failed to remove container {name}: {}", fault.message);
+                warnings.push(warning.clone());
+                if matches!(next, Next::Continue | Next::ConfirmAlone(_)) {
+                    next = Next::Stop(format!("not run: {warning}"));
+                }
+            }
+        }
     }
 
+    let (outcome, duration, usage) = match outcome {
+        Ok(observed) => (observed.outcome, observed.duration, observed.usage),
+        Err(message) => (Outcome::SandboxError { message }, Duration::ZERO, None),
+    };
     let provenance = Provenance {
         backend: "docker".into(),
-        runtime: context.engine.runtime_for(profile),
-        artifact: profile.image().map(|i| i.to_string()).unwrap_or_default(),
-        image_id: Some(image_id.unwrap_or_else(|| context.image.image_id.clone())),
+        runtime: context.runtime.to_string(),
+        artifact,
+        image_id: Some(context.image.image_id.clone()),
         repo_digests: context.image.repo_digests.clone(),
         engine: context.engine.description.clone(),
         command: spec.argv,
-        user: Some(context.options.user.clone()),
+        user: profile.user.clone(),
         container: Some(name),
         limits: profile.limits.clone(),
     };
@@ -151,39 +264,352 @@ pub(crate) async fn run(
             outcome,
             stdout: stdout.finish(),
             stderr: stderr.finish(),
-            duration_ms: started.elapsed().as_millis() as u64,
+            duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+            usage,
             provenance: Some(provenance),
         },
         warnings,
-        stop_reason,
+        next,
     }
 }
 
-/// Attach (before start, so no output is missed), start, feed stdin while
-/// draining both streams, then wait for the exit.
-async fn run_body(
+/// Removes a container left while the engine was gone, and its cgroup.
+pub(crate) async fn remove_leftover(
     docker: &Docker,
+    engine_timeout: Duration,
+    leftover: &Leftover,
+) -> Result<(), String> {
+    remove_container(docker, engine_timeout, &leftover.container)
+        .await
+        .map_err(|fault| {
+            format!(
+                "failed to remove container {}: {}",
+                leftover.container, fault.message
+            )
+        })?;
+    match &leftover.cgroup {
+        Some(cgroup) => cgroup.remove(),
+        None => Ok(()),
+    }
+}
+
+struct Lifecycle<'c, 'a> {
+    context: &'c InvocationContext<'a>,
+    name: &'c str,
+    cgroup: Option<&'c InvocationCgroup>,
+}
+
+impl Lifecycle<'_, '_> {
+    /// Bounds one engine request by the engine timeout.
+    async fn step<T>(
+        &self,
+        what: &str,
+        request: impl std::future::Future<Output = Result<T, BollardError>>,
+    ) -> Result<T, EngineFault> {
+        let limit = self.context.options.engine_timeout;
+        match tokio::time::timeout(limit, request).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(err)) => Err(EngineFault::from(
+                &format!("{what} container {}", self.name),
+                &err,
+            )),
+            Err(_) => Err(EngineFault {
+                message: format!(
+                    "{what} container {}: the engine did not answer within {limit:?}",
+                    self.name
+                ),
+                transport: true,
+            }),
+        }
+    }
+
+    /// Create, attach, start; the program's window; the outcome.
+    async fn drive(
+        &self,
+        body: bollard::models::ContainerCreateBody,
+        stdin: Option<Vec<u8>>,
+        stdout: &mut StreamCapture,
+        stderr: &mut StreamCapture,
+        alone: bool,
+    ) -> Result<Observed, EngineFault> {
+        let docker = self.context.docker;
+        let token = self.context.token;
+        let created = self
+            .step(
+                "creating",
+                docker.create_container(
+                    Some(CreateContainerOptionsBuilder::new().name(self.name).build()),
+                    body,
+                ),
+            )
+            .await?;
+        // Attached before start, so no output is missed.
+        let attach_options = AttachContainerOptionsBuilder::new()
+            .stream(true)
+            .stdin(stdin.is_some())
+            .stdout(true)
+            .stderr(true)
+            .logs(false)
+            .build();
+        let attached = self
+            .step(
+                "attaching to",
+                docker.attach_container(self.name, Some(attach_options)),
+            )
+            .await?;
+        if token.is_cancelled() {
+            return Ok(not_run());
+        }
+        self.step(
+            "starting",
+            docker.start_container(self.name, None::<StartContainerOptions>),
+        )
+        .await?;
+
+        // The program's clock starts here.
+        let started = Instant::now();
+        let running = self.context.load.enter();
+        let load_at_start = self.context.load.now();
+        let measured = self.cgroup.filter(|cgroup| cgroup.holds(&created.id));
+        let cpu_at_start = measured.and_then(InvocationCgroup::cpu_usage);
+        let waits_at_start = measured.and_then(|cgroup| cgroup.sample_waits(&created.id));
+
+        let limits = &self.context.profile.limits;
+        let last_output = std::sync::Mutex::new(None::<Instant>);
+        let io = feed_and_drain(attached, stdin, stdout, stderr, &last_output, self.name);
+        tokio::pin!(io);
+        let mut io_end: Option<Result<(), String>> = None;
+        let exit = wait_for_exit(docker, self.name);
+        tokio::pin!(exit);
+        let cpu_limit = cpu_limit_reached(measured, cpu_at_start, limits.cpu_time());
+        tokio::pin!(cpu_limit);
+        let deadline = tokio::time::sleep_until(started + limits.timeout());
+        tokio::pin!(deadline);
+        let cpu_wait = || {
+            measured
+                .and_then(|cgroup| cgroup.sample_waits(&created.id))
+                .map(|now| now.excess_since(&waits_at_start.clone().unwrap_or_default()))
+        };
+        let end = loop {
+            tokio::select! {
+                biased;
+                () = token.cancelled() => break WindowEnd::Cancelled,
+                waited = &mut exit => break match waited {
+                    Ok(()) => WindowEnd::Exited,
+                    Err(err) => WindowEnd::Fault(EngineFault::from(
+                        &format!("waiting for container {}", self.name), &err)),
+                },
+                // The streams may end before the program does (it closed
+                // them): keep waiting for the exit.
+                ended = &mut io, if io_end.is_none() => io_end = Some(ended),
+                () = &mut deadline => {
+                    // Time the program waited for a CPU is given back.
+                    let more = cpu_wait().and_then(|wait| {
+                        fair_extension(limits.timeout(), started.elapsed(), wait)
+                    });
+                    match more {
+                        Some(more) => deadline.as_mut().reset(Instant::now() + more),
+                        None => break WindowEnd::Limit(TimeLimit::Wall),
+                    }
+                }
+                () = &mut cpu_limit => break WindowEnd::Limit(TimeLimit::Cpu),
+            }
+        };
+        let window = started.elapsed();
+
+        let mut confirm = None;
+        let mut starved = None;
+        let timed_out = match end {
+            WindowEnd::Fault(fault) => return Err(fault),
+            WindowEnd::Cancelled => {
+                self.kill().await;
+                return Ok(not_run());
+            }
+            WindowEnd::Exited => None,
+            WindowEnd::Limit(limit) => {
+                // Measured before the kill, while the container still runs.
+                let cpu_window = CpuWindow {
+                    limit: limits.timeout(),
+                    elapsed: window,
+                    cpu: measured
+                        .and_then(InvocationCgroup::cpu_usage)
+                        .zip(cpu_at_start)
+                        .map(|(now, then)| now.saturating_sub(then)),
+                    cpu_wait: cpu_wait(),
+                    output_active: output_was_active(&last_output, window),
+                    oversubscribed: load_at_start.max(self.context.load.now())
+                        > self.context.engine.cpus,
+                };
+                starved = cpu_window.cpu_wait;
+                let still_running = self.inspect().await?.state.and_then(|s| s.running);
+                if still_running == Some(false) {
+                    // It ended on its own as the limit fired.
+                    None
+                } else {
+                    self.kill().await;
+                    let proof = match limit {
+                        TimeLimit::Cpu => TimeoutProof::Proven,
+                        TimeLimit::Wall => {
+                            cpu_window.judge(self.context.profile.limits.cpus, alone)
+                        }
+                    };
+                    let unconfirmed = match proof {
+                        TimeoutProof::Proven => None,
+                        TimeoutProof::Confirm(why) => {
+                            confirm = Some(why.clone());
+                            Some(why)
+                        }
+                        TimeoutProof::Unconfirmed(why) => Some(why),
+                    };
+                    self.step("waiting for the killed", wait_for_exit(docker, self.name))
+                        .await?;
+                    Some(Outcome::TimedOut { limit, unconfirmed })
+                }
+            }
+        };
+        drop(running);
+
+        // The program has ended: its output must end too, within the engine's bound.
+        if io_end.is_none() {
+            let limit = self.context.options.engine_timeout;
+            io_end = Some(match tokio::time::timeout(limit, &mut io).await {
+                Ok(ended) => ended,
+                Err(_) => Err(format!(
+                    "the output of container {} did not end within {limit:?} of its exit",
+                    self.name
+                )),
+            });
+        }
+        if let Some(Err(message)) = io_end {
+            return Err(EngineFault {
+                message,
+                transport: false,
+            });
+        }
+
+        let state = self.inspect().await?.state.unwrap_or_default();
+        let outcome = if state.oom_killed == Some(true) {
+            Outcome::MemoryLimit
+        } else if state.running == Some(true) {
+            return Err(EngineFault {
+                message: format!(
+                    "container {} still running after the engine reported its end",
+                    self.name
+                ),
+                transport: false,
+            });
+        } else {
+            match (timed_out, state.exit_code) {
+                // Killed by us (SIGKILL): the limit's outcome.
+                (Some(timed_out), Some(137)) => timed_out,
+                // Exited on its own before the kill landed.
+                (_, Some(exit_code)) => {
+                    confirm = None;
+                    Outcome::Exited { exit_code }
+                }
+                (_, None) => {
+                    return Err(EngineFault {
+                        message: format!("container {} has no exit code in its state", self.name),
+                        transport: false,
+                    });
+                }
+            }
+        };
+        let usage = measured.map(|cgroup| ResourceUsage {
+            cpu_ms: cgroup
+                .cpu_usage()
+                .zip(cpu_at_start)
+                .map(|(end, start)| millis(end.saturating_sub(start))),
+            peak_memory_bytes: cgroup.peak_memory(),
+            cpu_wait_ms: starved.map(millis),
+        });
+        Ok(Observed {
+            outcome,
+            duration: window,
+            usage,
+            confirm,
+        })
+    }
+
+    async fn inspect(&self) -> Result<ContainerInspectResponse, EngineFault> {
+        self.step(
+            "inspecting",
+            self.context
+                .docker
+                .inspect_container(self.name, None::<InspectContainerOptions>),
+        )
+        .await
+    }
+
+    async fn kill(&self) {
+        let options = KillContainerOptionsBuilder::new().signal("SIGKILL").build();
+        if let Err(fault) = self
+            .step(
+                "killing",
+                self.context.docker.kill_container(self.name, Some(options)),
+            )
+            .await
+        {
+            // Already exited or never started: removal still applies.
+            tracing::debug!("{}", fault.message);
+        }
+    }
+
+    async fn remove(&self) -> Result<(), EngineFault> {
+        remove_container(
+            self.context.docker,
+            self.context.options.engine_timeout,
+            self.name,
+        )
+        .await
+    }
+}
+
+/// Force-removes a container and its anonymous volumes. One that does not
+/// exist is already removed.
+async fn remove_container(
+    docker: &Docker,
+    engine_timeout: Duration,
     name: &str,
+) -> Result<(), EngineFault> {
+    let options = RemoveContainerOptionsBuilder::new()
+        .force(true)
+        .v(true)
+        .build();
+    match tokio::time::timeout(engine_timeout, docker.remove_container(name, Some(options))).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(BollardError::DockerResponseServerError {
+            status_code: 404, ..
+        })) => Ok(()),
+        Ok(Err(err)) => Err(EngineFault::from("removing", &err)),
+        Err(_) => Err(EngineFault {
+            message: format!("removing: the engine did not answer within {engine_timeout:?}"),
+            transport: true,
+        }),
+    }
+}
+
+fn not_run() -> Observed {
+    Observed {
+        outcome: Outcome::NotRun {
+            reason: "the call was cancelled".into(),
+        },
+        duration: Duration::ZERO,
+        usage: None,
+        confirm: None,
+    }
+}
+
+/// Feeds stdin (then closes it, so the program sees EOF) while draining both
+/// output streams, until the output ends.
+async fn feed_and_drain(
+    attached: bollard::container::AttachContainerResults,
     stdin: Option<Vec<u8>>,
     stdout: &mut StreamCapture,
     stderr: &mut StreamCapture,
+    last_output: &std::sync::Mutex<Option<Instant>>,
+    name: &str,
 ) -> Result<(), String> {
-    let attach_options = AttachContainerOptionsBuilder::new()
-        .stream(true)
-        .stdin(stdin.is_some())
-        .stdout(true)
-        .stderr(true)
-        .logs(false)
-        .build();
-    let attached = docker
-        .attach_container(name, Some(attach_options))
-        .await
-        .map_err(|e| format!("attaching to container {name}: {}", describe(&e)))?;
-    docker
-        .start_container(name, None::<StartContainerOptions>)
-        .await
-        .map_err(|e| format!("starting container {name}: {}", describe(&e)))?;
-
     let mut input = attached.input;
     let feed = async move {
         if let Some(bytes) = stdin {
@@ -193,120 +619,83 @@ async fn run_body(
                 tracing::debug!("stdin write ended early: {err}");
             }
         }
-        // Closing our side gives the program EOF (the container has StdinOnce).
         let _closed = input.shutdown().await;
     };
     let mut output = attached.output;
     let drain = async {
         while let Some(chunk) = output.next().await {
-            match chunk {
-                Ok(LogOutput::StdOut { message }) => stdout.push(&message),
-                Ok(LogOutput::StdErr { message }) => stderr.push(&message),
-                Ok(LogOutput::Console { message }) => stdout.push(&message),
-                Ok(LogOutput::StdIn { .. }) => {}
+            let (capture, message) = match chunk {
+                Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message }) => {
+                    (&mut *stdout, message)
+                }
+                Ok(LogOutput::StdErr { message }) => (&mut *stderr, message),
+                Ok(LogOutput::StdIn { .. }) => continue,
                 Err(err) => {
                     return Err(format!(
                         "reading the output of container {name}: {}",
                         describe(&err)
                     ));
                 }
+            };
+            capture.push(&message);
+            if let Ok(mut last) = last_output.lock() {
+                *last = Some(Instant::now());
             }
         }
         Ok(())
     };
     let ((), drained) = tokio::join!(feed, drain);
-    drained?;
+    drained
+}
 
+/// Resolves when the engine reports that the container is no longer running.
+async fn wait_for_exit(docker: &Docker, name: &str) -> Result<(), BollardError> {
     let mut wait = docker.wait_container(name, None::<WaitContainerOptions>);
     match wait.next().await {
-        Some(Ok(_)) | None => Ok(()),
+        Some(Ok(_)) => Ok(()),
         // bollard reports a non-zero exit as an error; the state says which.
         Some(Err(BollardError::DockerContainerWaitError { .. })) => Ok(()),
-        Some(Err(err)) => Err(format!("waiting for container {name}: {}", describe(&err))),
-    }
-}
-
-/// The outcome from the container's inspected state, never from a guess.
-async fn outcome_from_state(docker: &Docker, name: &str, timed_out: bool) -> Outcome {
-    let inspect = match docker
-        .inspect_container(name, None::<InspectContainerOptions>)
-        .await
-    {
-        Ok(inspect) => inspect,
-        Err(err) if timed_out => {
-            tracing::warn!("inspecting timed-out container {name}: {}", describe(&err));
-            return Outcome::TimedOut;
-        }
-        Err(err) => {
-            return Outcome::SandboxError {
-                message: format!("inspecting container {name}: {}", describe(&err)),
-            };
-        }
-    };
-    let state = inspect.state.unwrap_or_default();
-    if state.oom_killed == Some(true) {
-        return Outcome::MemoryLimit;
-    }
-    if timed_out {
-        return Outcome::TimedOut;
-    }
-    if state.running == Some(true) {
-        return Outcome::SandboxError {
-            message: format!(
-                "container {name} still running after its streams closed and wait returned"
+        Some(Err(err)) => Err(err),
+        // The connection closed without an answer: the engine may be gone.
+        None => Err(BollardError::IOError {
+            err: std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the engine's wait ended without the container's exit",
             ),
-        };
-    }
-    match state.exit_code {
-        Some(exit_code) => Outcome::Exited { exit_code },
-        None => Outcome::SandboxError {
-            message: format!("container {name} has no exit code in its state"),
-        },
+        }),
     }
 }
 
-async fn container_image(docker: &Docker, name: &str) -> Option<String> {
-    docker
-        .inspect_container(name, None::<InspectContainerOptions>)
-        .await
+/// Resolves when the program's CPU time reaches `limit`; never without a
+/// limit or a measurable cgroup (preflight refuses such profiles).
+async fn cpu_limit_reached(
+    cgroup: Option<&InvocationCgroup>,
+    at_start: Option<Duration>,
+    limit: Option<Duration>,
+) {
+    let (Some(cgroup), Some(at_start), Some(limit)) = (cgroup, at_start, limit) else {
+        return std::future::pending().await;
+    };
+    let mut ticker = tokio::time::interval(CPU_LIMIT_POLL);
+    loop {
+        ticker.tick().await;
+        if let Some(now) = cgroup.cpu_usage()
+            && now.saturating_sub(at_start) >= limit
+        {
+            return;
+        }
+    }
+}
+
+fn output_was_active(last_output: &std::sync::Mutex<Option<Instant>>, window: Duration) -> bool {
+    let recent = OUTPUT_ACTIVE.max(window / 10);
+    last_output
+        .lock()
         .ok()
-        .and_then(|inspect| inspect.image)
+        .and_then(|last| *last)
+        .is_some_and(|last| last.elapsed() <= recent)
 }
 
-async fn kill(docker: &Docker, name: &str) {
-    let options = KillContainerOptionsBuilder::new().signal("SIGKILL").build();
-    if let Err(err) = docker.kill_container(name, Some(options)).await {
-        // Already exited or never started: removal below still applies.
-        tracing::debug!("kill {name}: {}", describe(&err));
-    }
-}
-
-/// Force-removes the container and its anonymous volumes. A container that
-/// does not exist is already removed.
-async fn remove(docker: &Docker, name: &str) -> Result<(), String> {
-    let options = RemoveContainerOptionsBuilder::new()
-        .force(true)
-        .v(true)
-        .build();
-    match docker.remove_container(name, Some(options)).await {
-        Ok(()) => Ok(()),
-        Err(BollardError::DockerResponseServerError {
-            status_code: 404, ..
-        }) => Ok(()),
-        Err(err) => Err(describe(&err)),
-    }
-}
-
-/// 64 random bits as hex, from the standard library's randomly seeded hasher.
-pub(crate) fn random_hex() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    format!("{:016x}", hasher.finish())
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

@@ -4,19 +4,25 @@
 //! engine's API (bollard): no network, no log driver, a non-root user, no
 //! capabilities, `no-new-privileges`, a read-only root with a small tmpfs at
 //! /tmp, the program bind-mounted read-only from a private workspace, memory
-//! with no swap, a CPU quota, a pids limit, and one wall-clock deadline.
-//! gVisor is the same backend with `runtime = "runsc"`.
+//! with no swap, a CPU quota, a pids limit, and its own parent cgroup from
+//! which CPU time and peak memory are read. The program's time limits run
+//! from its start; engine requests have their own bound. gVisor is the same
+//! backend with `runtime = "runsc"`.
 //!
 //! All engine traffic runs on a runtime owned by the client, so that a caller
 //! that drops a call's future can block until the call's cleanup has finished
 //! on that runtime without deadlocking its own.
 
+mod cgroup;
 mod client;
 mod container;
 mod engine;
 mod guard;
+mod health;
 mod invocation;
+mod options;
 mod workspace;
 
-pub use client::{DockerClient, DockerOptions, OWNER_LABEL};
+pub use client::DockerClient;
 pub use engine::{EngineReport, ProfileCheck};
+pub use options::{DEFAULT_ENGINE_TIMEOUT, DEFAULT_OUTAGE_WAIT, DockerOptions, OWNER_LABEL};

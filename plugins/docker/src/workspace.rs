@@ -12,8 +12,8 @@ pub(crate) struct Workspace {
 }
 
 impl Workspace {
+    /// A workspace in `root`, the client's private owner folder.
     pub(crate) fn create(root: &Path, program: &[u8]) -> std::io::Result<Workspace> {
-        std::fs::create_dir_all(root)?;
         let dir = tempfile::Builder::new()
             .prefix("progscore-ws-")
             .permissions(std::fs::Permissions::from_mode(0o700))

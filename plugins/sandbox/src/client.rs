@@ -5,7 +5,7 @@ use std::pin::Pin;
 
 use thiserror::Error;
 
-use crate::invocation::Invocation;
+use crate::invocation::{Invocation, InvocationError};
 use crate::profile::RuntimeProfile;
 use crate::run::ProgramRun;
 
@@ -34,14 +34,53 @@ pub trait SandboxClient: Send + Sync {
 
     /// Runs `program` once per invocation under `profile`.
     ///
-    /// `Err` means the request was refused before anything ran (unknown
-    /// profile, missing image, an engine that cannot enforce the limits...).
+    /// `Err` means nothing of the program's behaviour is known: the request
+    /// was refused before anything ran (unknown profile, missing image, an
+    /// engine that cannot enforce the limits, an invocation that cannot be
+    /// delivered...), or the engine was lost during the run and did not come
+    /// back ([`SandboxError::EngineUnavailable`]).
     fn execute<'a>(
         &'a self,
         program: &'a [u8],
         profile: &'a str,
         invocations: &'a [Invocation],
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>>;
+
+    /// Checks, before anything runs, that `profile` can run here (engine
+    /// reachable, artifact present by its pin, runtime registered, limits
+    /// enforceable) and resolves what the backend decides for it. Callers
+    /// derive attempt keys from [`Preflight::fingerprint`].
+    ///
+    /// The default only checks that the profile is known.
+    fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
+        Box::pin(async move {
+            let found = self
+                .profile(profile)
+                .ok_or_else(|| SandboxError::unknown_profile(profile, self.profiles()))?;
+            Ok(Preflight::of(found, String::new()))
+        })
+    }
+}
+
+/// What a backend found when it checked a profile before any run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preflight {
+    /// Everything that decides how a program runs under the profile: its
+    /// [`RuntimeProfile::fingerprint_json`], with what the backend resolved
+    /// filled in (the engine's default runtime when the profile names none).
+    pub fingerprint: serde_json::Value,
+    /// What was checked, in one line (for `doctor` and logs).
+    pub detail: String,
+}
+
+impl Preflight {
+    /// The profile's own fingerprint, nothing resolved.
+    pub fn of(profile: &RuntimeProfile, detail: String) -> Preflight {
+        Preflight {
+            fingerprint: profile.fingerprint_json(),
+            detail,
+        }
+    }
 }
 
 /// Why a request was refused before any invocation ran.
@@ -110,6 +149,15 @@ pub enum SandboxError {
         profile: String,
         /// Its backend.
         backend: String,
+    },
+    /// An invocation cannot be delivered to a program as given (a NUL byte in
+    /// an argument, arguments or stdin beyond the documented sizes).
+    #[error("invocation {index}: {error}")]
+    InvalidInvocation {
+        /// Which invocation, from 0.
+        index: usize,
+        /// What is wrong with it.
+        error: InvocationError,
     },
     /// Any other fault before the run started (workspace creation, ...).
     #[error("sandbox setup failed: {message}")]

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::canonical::sha256_hex;
-use crate::client::{BoxFuture, SandboxClient, SandboxError};
+use crate::client::{BoxFuture, Preflight, SandboxClient, SandboxError};
 use crate::invocation::Invocation;
 use crate::profile::RuntimeProfile;
 use crate::run::{CapturedStream, InvocationEvent, Outcome, ProgramRun};
@@ -26,6 +26,7 @@ pub struct FakeRequest {
 }
 
 type Responder = dyn Fn(&FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> + Send + Sync;
+type PreflightHook = dyn Fn(&RuntimeProfile) -> Result<Preflight, SandboxError> + Send + Sync;
 
 /// Counters shared by all clones of a [`ScriptedClient`].
 #[derive(Debug, Default)]
@@ -43,6 +44,7 @@ pub struct FakeCounters {
 pub struct ScriptedClient {
     profiles: Vec<RuntimeProfile>,
     responder: Arc<Responder>,
+    preflight: Option<Arc<PreflightHook>>,
     delay: Duration,
     counters: Arc<FakeCounters>,
 }
@@ -59,9 +61,20 @@ impl ScriptedClient {
                     .map(|_| exited_event(0, b"", b""))
                     .collect())
             }),
+            preflight: None,
             delay: Duration::ZERO,
             counters: Arc::default(),
         }
+    }
+
+    /// Decides each profile's preflight (the default: the profile's own
+    /// fingerprint, nothing resolved).
+    pub fn with_preflight<F>(mut self, preflight: F) -> Self
+    where
+        F: Fn(&RuntimeProfile) -> Result<Preflight, SandboxError> + Send + Sync + 'static,
+    {
+        self.preflight = Some(Arc::new(preflight));
+        self
     }
 
     /// Decides each run's events (one per invocation) or refuses the request.
@@ -97,6 +110,7 @@ pub fn event(outcome: Outcome, stdout: &[u8], stderr: &[u8]) -> InvocationEvent 
         stdout: CapturedStream::complete(stdout.to_vec()),
         stderr: CapturedStream::complete(stderr.to_vec()),
         duration_ms: 1,
+        usage: None,
         provenance: None,
     }
 }
@@ -126,9 +140,10 @@ impl SandboxClient for ScriptedClient {
         invocations: &'a [Invocation],
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         Box::pin(async move {
-            if self.profile(profile).is_none() {
+            let Some(found) = self.profile(profile) else {
                 return Err(SandboxError::unknown_profile(profile, &self.profiles));
-            }
+            };
+            found.check_invocations(invocations)?;
             self.counters.started.fetch_add(1, Ordering::SeqCst);
             let mut guard = CancelGuard {
                 counters: self.counters.clone(),
@@ -151,6 +166,18 @@ impl SandboxClient for ScriptedClient {
             guard.done = true;
             self.counters.completed.fetch_add(1, Ordering::SeqCst);
             result
+        })
+    }
+
+    fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
+        Box::pin(async move {
+            let found = self
+                .profile(profile)
+                .ok_or_else(|| SandboxError::unknown_profile(profile, &self.profiles))?;
+            match &self.preflight {
+                Some(hook) => hook(found),
+                None => Ok(Preflight::of(found, String::new())),
+            }
         })
     }
 }

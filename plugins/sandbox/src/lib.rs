@@ -14,16 +14,22 @@ pub mod capture;
 pub mod client;
 pub mod fake;
 pub mod invocation;
+pub mod owner;
 pub mod profile;
 pub mod run;
+pub mod timing;
 
 pub use bytes::ByteString;
 pub use canonical::{canonical_json, sha256_hex};
 pub use capture::StreamCapture;
-pub use client::{BoxFuture, SandboxClient, SandboxError};
-pub use invocation::Invocation;
+pub use client::{BoxFuture, Preflight, SandboxClient, SandboxError};
+pub use invocation::{Invocation, InvocationError, MAX_ARG_BYTES, MAX_ARGV_BYTES, MAX_STDIN_BYTES};
+pub use owner::{DeadOwner, Owner, OwnerError, default_owner_root, ensure_private_root};
 pub use profile::{
-    Artifact, Backend, ImageRef, Limits, LimitsSpec, PinnedFile, ProfileError, ProfileSpec,
-    RuntimeProfile, is_sha256_hex,
+    Artifact, Backend, DEFAULT_DOCKER_USER, ImageRef, Limits, LimitsSpec, PinnedFile, ProfileError,
+    ProfileSpec, RuntimeProfile, is_sha256_hex,
 };
-pub use run::{CapturedStream, InvocationEvent, Outcome, ProgramRun, Provenance};
+pub use run::{
+    CapturedStream, InvocationEvent, Outcome, ProgramRun, Provenance, ResourceUsage, TimeLimit,
+};
+pub use timing::{CpuWindow, TimeoutProof, fair_extension};

@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::canonical::{canonical_json, sha256_hex};
+use crate::client::SandboxError;
+use crate::invocation::Invocation;
 
 /// Which backend runs a profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -50,9 +52,14 @@ pub struct ProfileSpec {
     /// The command that runs the program; the program's path and the
     /// invocation's arguments follow it.
     pub command: Vec<String>,
-    /// Docker: the OCI runtime (`runc` when absent, `runsc` for gVisor).
+    /// Docker: the OCI runtime (the engine's default when absent, `runsc`
+    /// for gVisor).
     #[serde(default)]
     pub runtime: Option<String>,
+    /// Docker: the non-root `UID[:GID]` the program runs as (default
+    /// `65534:65534`, nobody).
+    #[serde(default)]
+    pub user: Option<String>,
     /// WASI: give the program a fresh writable scratch directory.
     #[serde(default)]
     pub scratch: bool,
@@ -81,8 +88,10 @@ pub struct LimitsSpec {
     pub cpus: f64,
     /// Maximum number of processes/threads.
     pub pids: u32,
-    /// Wall-clock deadline for one whole invocation.
+    /// Wall-clock limit, counted from the program's start.
     pub timeout: String,
+    /// Optional CPU-time limit (every process of the program together).
+    pub cpu_time: Option<String>,
     /// Bytes kept per output stream; more is counted, not kept.
     pub output: String,
     /// Size of the writable tmpfs at /tmp.
@@ -98,6 +107,7 @@ impl Default for LimitsSpec {
             cpus: 1.0,
             pids: 64,
             timeout: "10s".into(),
+            cpu_time: None,
             output: "64KiB".into(),
             tmp: "16MiB".into(),
             fuel: None,
@@ -116,8 +126,11 @@ pub struct RuntimeProfile {
     pub artifact: Artifact,
     /// Entrypoint and arguments; the program path and invocation args follow.
     pub command: Vec<String>,
-    /// The OCI runtime (Docker only); `None` means the engine's default, runc.
+    /// The OCI runtime (Docker only); `None` means the engine's default,
+    /// which the backend resolves and records ([`crate::Preflight`]).
     pub runtime: Option<String>,
+    /// The `UID[:GID]` the program runs as (Docker only; never root).
+    pub user: Option<String>,
     /// WASI: whether the program gets a writable scratch directory.
     pub scratch: bool,
     /// Resource limits in force for every invocation.
@@ -207,8 +220,13 @@ pub struct Limits {
     pub cpus: f64,
     /// Maximum processes/threads.
     pub pids: u32,
-    /// Deadline for the whole invocation, in milliseconds.
+    /// Wall-clock limit in milliseconds, counted from the program's start
+    /// (engine work before and after does not count).
     pub timeout_ms: u64,
+    /// CPU-time limit in milliseconds, if any: every process of the program
+    /// together. Exceeding it is a timeout whatever the machine's load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_time_ms: Option<u64>,
     /// Bytes kept per output stream.
     pub output_bytes: u64,
     /// Size of the tmpfs at /tmp in bytes.
@@ -219,9 +237,14 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The wall-clock deadline as a [`Duration`].
+    /// The wall-clock limit as a [`Duration`].
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
+    }
+
+    /// The CPU-time limit as a [`Duration`], if any.
+    pub fn cpu_time(&self) -> Option<Duration> {
+        self.cpu_time_ms.map(Duration::from_millis)
     }
 }
 
@@ -286,6 +309,16 @@ pub enum ProfileError {
         /// What was given.
         value: String,
     },
+    /// The user is not a non-root numeric `UID[:GID]`.
+    #[error(
+        "profile `{profile}`: user {user:?} must be a numeric, non-root `UID` or `UID:GID` (e.g. \"65534:65534\")"
+    )]
+    BadUser {
+        /// Profile name.
+        profile: String,
+        /// What was given.
+        user: String,
+    },
     /// The runtime name is not a plain word.
     #[error("profile `{profile}`: runtime {runtime:?} is not a valid runtime name")]
     BadRuntime {
@@ -340,6 +373,7 @@ impl RuntimeProfile {
                 for (present, field) in [
                     (spec.image.is_some(), "image"),
                     (spec.runtime.is_some(), "runtime"),
+                    (spec.user.is_some(), "user"),
                 ] {
                     if present {
                         return Err(ProfileError::FieldNotForBackend {
@@ -376,12 +410,26 @@ impl RuntimeProfile {
                 });
             }
         }
+        let user = match spec.backend {
+            Backend::Docker => {
+                let user = spec.user.as_deref().unwrap_or(DEFAULT_DOCKER_USER);
+                if !is_non_root_user(user) {
+                    return Err(ProfileError::BadUser {
+                        profile,
+                        user: user.to_string(),
+                    });
+                }
+                Some(user.to_string())
+            }
+            Backend::Wasi => None,
+        };
         Ok(RuntimeProfile {
             name: profile.clone(),
             backend: spec.backend,
             artifact,
             command: spec.command.clone(),
             runtime: spec.runtime.clone(),
+            user,
             scratch: spec.scratch,
             limits: resolve_limits(&profile, &spec.limits)?,
         })
@@ -397,7 +445,9 @@ impl RuntimeProfile {
 
     /// Everything that decides how a program runs under this profile, as
     /// canonical JSON: backend, artifact identity (digest/id or file hashes, not
-    /// paths), command, runtime, limits. The name is not part of it.
+    /// paths), command, runtime, user, limits. The name is not part of it.
+    /// A runtime left to the engine's default is `null` here; the backend's
+    /// [`crate::Preflight`] fills it in.
     pub fn fingerprint_json(&self) -> serde_json::Value {
         let artifact = match &self.artifact {
             Artifact::DockerImage { image } => serde_json::json!({"image": image.to_string()}),
@@ -411,9 +461,49 @@ impl RuntimeProfile {
             "artifact": artifact,
             "command": self.command,
             "runtime": self.runtime,
+            "user": self.user,
             "scratch": self.scratch,
             "limits": self.limits,
         })
+    }
+
+    /// Whether `fingerprint` (as a backend resolved it, or as evidence
+    /// recorded it) describes this profile: it is this profile's fingerprint,
+    /// or, when the profile leaves the runtime to the engine, this profile's
+    /// with some runtime filled in.
+    pub fn resolves_to(&self, fingerprint: &serde_json::Value) -> bool {
+        let mut own = self.fingerprint_json();
+        if own == *fingerprint {
+            return true;
+        }
+        if self.runtime.is_some() {
+            return false;
+        }
+        match fingerprint.get("runtime") {
+            Some(runtime @ serde_json::Value::String(_)) => {
+                own["runtime"] = runtime.clone();
+                own == *fingerprint
+            }
+            _ => false,
+        }
+    }
+
+    /// Checks every invocation as it will be delivered after this profile's
+    /// command and the program's path (see [`Invocation::check`]).
+    pub fn check_invocations(&self, invocations: &[Invocation]) -> Result<(), SandboxError> {
+        // Room for the program's path, whichever backend places it.
+        let command: Vec<String> = self
+            .command
+            .iter()
+            .cloned()
+            .chain([PROGRAM_PATH_ALLOWANCE.to_string()])
+            .collect();
+        for (index, invocation) in invocations.iter().enumerate() {
+            invocation
+                .check(&command)
+                .map_err(|error| SandboxError::InvalidInvocation { index, error })?;
+        }
+        Ok(())
     }
 
     /// sha256 of [`Self::fingerprint_json`] in canonical form.
@@ -421,6 +511,27 @@ impl RuntimeProfile {
         let json =
             canonical_json(&self.fingerprint_json()).expect("a JSON value always serializes");
         sha256_hex(json.as_bytes())
+    }
+}
+
+/// Stands for the program's path when invocations are checked: longer than
+/// any backend's (`/sandbox/program`, `/program/main.py`).
+const PROGRAM_PATH_ALLOWANCE: &str =
+    "/program/path/as/long/as/any/backend/places/it/0123456789abcdef";
+
+/// The user Docker profiles run as unless they say otherwise: nobody.
+pub const DEFAULT_DOCKER_USER: &str = "65534:65534";
+
+/// `UID` or `UID:GID`, numeric, with a non-zero UID and GID.
+fn is_non_root_user(user: &str) -> bool {
+    let numeric_non_zero = |part: &str| {
+        !part.is_empty()
+            && part.bytes().all(|b| b.is_ascii_digit())
+            && part.parse::<u32>().is_ok_and(|id| id != 0)
+    };
+    match user.split_once(':') {
+        Some((uid, gid)) => numeric_non_zero(uid) && numeric_non_zero(gid),
+        None => numeric_non_zero(user),
     }
 }
 
@@ -500,6 +611,26 @@ fn resolve_limits(profile: &str, spec: &LimitsSpec) -> Result<Limits, ProfileErr
             "must be between 100ms and 1h".into(),
         ));
     }
+    let cpu_time = match &spec.cpu_time {
+        None => None,
+        Some(text) => {
+            let cpu_time = humantime::parse_duration(text).map_err(|e| {
+                bad(
+                    "cpu_time",
+                    text.clone(),
+                    format!("not a duration ({e}); e.g. \"2s\""),
+                )
+            })?;
+            if cpu_time < Duration::from_millis(10) || cpu_time > Duration::from_secs(3600) {
+                return Err(bad(
+                    "cpu_time",
+                    text.clone(),
+                    "must be between 10ms and 1h".into(),
+                ));
+            }
+            Some(cpu_time.as_millis() as u64)
+        }
+    };
     if !(spec.cpus.is_finite() && spec.cpus >= 0.01 && spec.cpus <= 256.0) {
         return Err(bad(
             "cpus",
@@ -519,6 +650,7 @@ fn resolve_limits(profile: &str, spec: &LimitsSpec) -> Result<Limits, ProfileErr
         cpus: spec.cpus,
         pids: spec.pids,
         timeout_ms: timeout.as_millis() as u64,
+        cpu_time_ms: cpu_time,
         output_bytes,
         tmp_bytes,
         fuel: spec.fuel,
@@ -592,6 +724,62 @@ mod tests {
         spec.limits.pids = 65;
         let c = RuntimeProfile::from_spec("a", &spec, Path::new(".")).unwrap();
         assert_ne!(a.fingerprint(), c.fingerprint());
+    }
+
+    #[test]
+    fn the_user_is_part_of_the_fingerprint_and_never_root() {
+        let spec = docker_spec(DIGEST);
+        let nobody = RuntimeProfile::from_spec("p", &spec, Path::new(".")).unwrap();
+        assert_eq!(nobody.user.as_deref(), Some(DEFAULT_DOCKER_USER));
+        let mut other = spec.clone();
+        other.user = Some("1000:1000".into());
+        let other = RuntimeProfile::from_spec("p", &other, Path::new(".")).unwrap();
+        assert_ne!(nobody.fingerprint(), other.fingerprint());
+        for root in ["0", "0:0", "1000:0", "root", "", "1000:", "-1"] {
+            let mut spec = spec.clone();
+            spec.user = Some(root.into());
+            let err = RuntimeProfile::from_spec("p", &spec, Path::new(".")).unwrap_err();
+            assert!(matches!(err, ProfileError::BadUser { .. }), "{root}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_cpu_time_limit_is_parsed_and_fingerprinted() {
+        let spec = docker_spec(DIGEST);
+        let without = RuntimeProfile::from_spec("p", &spec, Path::new(".")).unwrap();
+        assert_eq!(without.limits.cpu_time(), None);
+        assert!(
+            without.fingerprint_json()["limits"]
+                .get("cpu_time_ms")
+                .is_none()
+        );
+        let mut with = spec.clone();
+        with.limits.cpu_time = Some("1500ms".into());
+        let with = RuntimeProfile::from_spec("p", &with, Path::new(".")).unwrap();
+        assert_eq!(with.limits.cpu_time_ms, Some(1500));
+        assert_ne!(without.fingerprint(), with.fingerprint());
+        let mut bad = spec;
+        bad.limits.cpu_time = Some("soon".into());
+        let message = RuntimeProfile::from_spec("p", &bad, Path::new("."))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("limits.cpu_time"), "{message}");
+    }
+
+    #[test]
+    fn a_resolved_runtime_matches_only_a_profile_that_left_it_open() {
+        let spec = docker_spec(DIGEST);
+        let open = RuntimeProfile::from_spec("p", &spec, Path::new(".")).unwrap();
+        let mut resolved = open.fingerprint_json();
+        assert!(open.resolves_to(&resolved));
+        resolved["runtime"] = serde_json::json!("runc");
+        assert!(open.resolves_to(&resolved));
+        let mut pinned = spec.clone();
+        pinned.runtime = Some("runsc".into());
+        let pinned = RuntimeProfile::from_spec("p", &pinned, Path::new(".")).unwrap();
+        assert!(!pinned.resolves_to(&resolved));
+        resolved["limits"]["pids"] = serde_json::json!(1);
+        assert!(!open.resolves_to(&resolved));
     }
 
     #[test]

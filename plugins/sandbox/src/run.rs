@@ -21,15 +21,11 @@ pub struct ProgramRun {
 }
 
 impl ProgramRun {
-    /// Whether any event is a sandbox error or was not run: the program's
-    /// behaviour is then not fully known.
-    pub fn has_infrastructure_fault(&self) -> bool {
-        self.events.iter().any(|event| {
-            matches!(
-                event.outcome,
-                Outcome::SandboxError { .. } | Outcome::NotRun { .. }
-            )
-        })
+    /// Whether any event rests on a condition that says nothing proven about
+    /// the program: a sandbox error, an invocation not run, or a timeout that
+    /// could not be confirmed. Such a run is never reusable evidence.
+    pub fn rests_on_unproven_conditions(&self) -> bool {
+        self.events.iter().any(|event| event.outcome.is_unproven())
     }
 }
 
@@ -43,11 +39,35 @@ pub struct InvocationEvent {
     pub stdout: CapturedStream,
     /// Captured standard error.
     pub stderr: CapturedStream,
-    /// Wall time of the invocation, from container creation to removal.
+    /// Wall time of the program, from its start to its end (engine work
+    /// before and after it, such as creating or removing a container, is not
+    /// counted).
     pub duration_ms: u64,
+    /// What the program consumed, where the backend can measure it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<ResourceUsage>,
     /// What ran, exactly; absent for invocations that were not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
+}
+
+/// What an invocation consumed, as far as its backend can tell.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceUsage {
+    /// CPU time of every process of the program (user and system), in
+    /// milliseconds. Under gVisor it includes the work of gVisor's own kernel
+    /// on the program's behalf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ms: Option<u64>,
+    /// The highest memory use seen, in bytes (Docker: the container's cgroup;
+    /// WASI: the guest's linear memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_memory_bytes: Option<u64>,
+    /// For a timed-out program: how long it was ready to run but waited for a
+    /// CPU beyond its own quota, in milliseconds. A large figure means the
+    /// machine, not the program, used the time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_ms: Option<u64>,
 }
 
 impl InvocationEvent {
@@ -60,6 +80,7 @@ impl InvocationEvent {
             stdout: CapturedStream::default(),
             stderr: CapturedStream::default(),
             duration_ms: 0,
+            usage: None,
             provenance: None,
         }
     }
@@ -74,8 +95,18 @@ pub enum Outcome {
         /// The exit status.
         exit_code: i64,
     },
-    /// The wall-clock deadline expired; the program was killed.
-    TimedOut,
+    /// The program was killed for running past a time limit.
+    TimedOut {
+        /// Which limit: the wall clock (from the program's start) or its CPU time.
+        #[serde(default, skip_serializing_if = "TimeLimit::is_wall")]
+        limit: TimeLimit,
+        /// Set when the timeout is not proven: the program got much less CPU
+        /// than its profile promises while the machine was busy, and a rerun
+        /// could not confirm it. Says what was measured. Such a timeout
+        /// decides nothing about the program.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unconfirmed: Option<String>,
+    },
     /// The program was killed for exceeding its memory cap (from the
     /// container state, never guessed from exit code 137).
     MemoryLimit,
@@ -91,12 +122,47 @@ pub enum Outcome {
     },
 }
 
+/// The time limit a [`Outcome::TimedOut`] program ran past.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeLimit {
+    /// The wall-clock limit (`limits.timeout`), counted from the program's start.
+    #[default]
+    Wall,
+    /// The CPU-time limit (`limits.cpu_time`).
+    Cpu,
+}
+
+impl TimeLimit {
+    fn is_wall(&self) -> bool {
+        *self == TimeLimit::Wall
+    }
+}
+
 impl Outcome {
+    /// A proven timeout of the wall-clock limit.
+    pub fn timed_out() -> Outcome {
+        Outcome::TimedOut {
+            limit: TimeLimit::Wall,
+            unconfirmed: None,
+        }
+    }
+
+    /// Whether this outcome says nothing proven about the program: a sandbox
+    /// error, not run, or an unconfirmed timeout.
+    pub fn is_unproven(&self) -> bool {
+        match self {
+            Outcome::SandboxError { .. } | Outcome::NotRun { .. } => true,
+            Outcome::TimedOut { unconfirmed, .. } => unconfirmed.is_some(),
+            Outcome::Exited { .. } | Outcome::MemoryLimit => false,
+        }
+    }
+
     /// The outcome's kind as it appears in JSON (`exited`, `timed_out`, ...).
     pub fn kind(&self) -> &'static str {
         match self {
             Outcome::Exited { .. } => "exited",
-            Outcome::TimedOut => "timed_out",
+            Outcome::TimedOut { .. } => "timed_out",
             Outcome::MemoryLimit => "memory_limit",
             Outcome::SandboxError { .. } => "sandbox_error",
             Outcome::NotRun { .. } => "not_run",
@@ -168,6 +234,7 @@ mod tests {
             stdout: CapturedStream::complete(b"9\n".to_vec()),
             stderr: CapturedStream::default(),
             duration_ms: 12,
+            usage: None,
             provenance: None,
         };
         let json = serde_json::to_value(&event).unwrap();
@@ -177,11 +244,36 @@ mod tests {
         let back: InvocationEvent = serde_json::from_value(json).unwrap();
         assert_eq!(back, event);
         let timed_out = serde_json::to_value(InvocationEvent {
-            outcome: Outcome::TimedOut,
-            ..event
+            outcome: Outcome::timed_out(),
+            ..event.clone()
         })
         .unwrap();
         assert_eq!(timed_out["outcome"], "timed_out");
         assert!(timed_out.get("exit_code").is_none());
+        // A proven wall-clock timeout reads as it always did, so evidence
+        // stored before limits and confirmations existed reads back the same.
+        assert_eq!(
+            timed_out.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["duration_ms", "outcome", "stderr", "stdout"]
+        );
+    }
+
+    #[test]
+    fn unconfirmed_timeouts_and_cpu_limits_are_explicit() {
+        let outcome = Outcome::TimedOut {
+            limit: TimeLimit::Cpu,
+            unconfirmed: Some("busy".into()),
+        };
+        let json = serde_json::to_value(&outcome).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"outcome": "timed_out", "limit": "cpu", "unconfirmed": "busy"})
+        );
+        assert_eq!(serde_json::from_value::<Outcome>(json).unwrap(), outcome);
+        assert!(outcome.is_unproven());
+        assert!(!Outcome::timed_out().is_unproven());
+        assert!(!Outcome::MemoryLimit.is_unproven());
+        let legacy: Outcome = serde_json::from_str(r#"{"outcome": "timed_out"}"#).unwrap();
+        assert_eq!(legacy, Outcome::timed_out());
     }
 }

@@ -166,7 +166,10 @@ async fn main() {
         .unwrap_or(120);
     let programs = programs(count);
     let parallel = cores();
-    let scratch = tempfile::tempdir().expect("tempdir");
+    let scratch = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .expect("tempdir");
     let cache_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("wasi-cache");
     let mut rows = Vec::new();
 
@@ -210,10 +213,10 @@ async fn main() {
     for (name, execution) in configurations {
         let options = WasiOptions {
             cache_dir: cache_dir.clone(),
-            workspace_root: scratch.path().to_path_buf(),
+            owner_root: scratch.path().to_path_buf(),
             execution,
         };
-        let client = Arc::new(WasiClient::new([wasi_profile()], options));
+        let client = Arc::new(WasiClient::new([wasi_profile()], options).expect("client"));
         let prepare = Instant::now();
         client.prepare("python-wasi").await.expect("prepare");
         eprintln!("{name}: prepared in {:?}", prepare.elapsed());

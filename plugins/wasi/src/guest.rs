@@ -6,9 +6,13 @@
 //! the workspace's lifetime: the caller made the folders and removes them.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use progscore_sandbox::{ByteString, CapturedStream, Limits, Outcome};
+use progscore_sandbox::{
+    ByteString, CapturedStream, CpuWindow, Limits, Outcome, ResourceUsage, TimeLimit, TimeoutProof,
+    fair_extension,
+};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use wasmtime::{
@@ -71,6 +75,10 @@ pub(crate) struct GuestRequest {
     pub scratch_dir: Option<PathBuf>,
     /// The profile's limits.
     pub limits: Limits,
+    /// Whether no other guest of the client runs meanwhile (a timeout's
+    /// confirmation run).
+    #[serde(default)]
+    pub alone: bool,
 }
 
 /// How one invocation ended, as sent back by a worker process.
@@ -80,6 +88,9 @@ pub(crate) struct GuestReply {
     pub stdout: CapturedStream,
     pub stderr: CapturedStream,
     pub duration_ms: u64,
+    /// CPU time and peak memory of the guest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<ResourceUsage>,
     /// Something the record should show beside the outcome (a trap's message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -94,6 +105,7 @@ impl GuestReply {
             stdout: CapturedStream::default(),
             stderr: CapturedStream::default(),
             duration_ms: elapsed_ms(started),
+            usage: None,
             note: None,
         }
     }
@@ -150,7 +162,10 @@ impl GuestRuntime {
         Ok(GuestRuntime { pre, fuel_engine })
     }
 
-    /// Runs one invocation to its end: exit, trap, deadline, or `cancel`.
+    /// Runs one invocation to its end: exit, trap, a limit, or `cancel`.
+    ///
+    /// The program's clock starts once the instance exists: instantiating is
+    /// the engine's work, not the program's.
     pub(crate) async fn run(
         &self,
         request: &GuestRequest,
@@ -162,8 +177,7 @@ impl GuestRuntime {
         }
         let stdout = CapturePipe::new(request.limits.output_bytes);
         let stderr = CapturePipe::new(request.limits.output_bytes);
-        let deadline = started + request.limits.timeout();
-        let mut store = match self.store(request, &stdout, &stderr, deadline, cancel) {
+        let mut store = match self.store(request, &stdout, &stderr, cancel) {
             Ok(store) => store,
             Err(e) => {
                 return GuestReply::sandbox_error(
@@ -172,23 +186,83 @@ impl GuestRuntime {
                 );
             }
         };
-        let guest = run_reactor(&self.pre, &mut store);
+        let instance = tokio::select! {
+            instance = self.pre.instantiate_async(&mut store) => match instance {
+                Ok(instance) => instance,
+                Err(e) => {
+                    let memory_hit = store.data().limiter.hit;
+                    let (outcome, note) = classify(Some(Err(e)), None, memory_hit, None);
+                    return GuestReply {
+                        outcome,
+                        stdout: stdout.finish(),
+                        stderr: stderr.finish(),
+                        duration_ms: 0,
+                        usage: None,
+                        note,
+                    };
+                }
+            },
+            () = cancel.cancelled() => return GuestReply::sandbox_error("cancelled", started),
+        };
+        // The program's clock starts here.
+        let clock = Arc::new(Mutex::new(ProgramClock::start(&request.limits)));
+        store.data_mut().clock = Some(clock.clone());
         // The epoch callback yields to this executor every tick, so the guest
-        // stops at the deadline even while it sleeps in a host call, and at once
-        // when the caller cancels.
-        let result = tokio::select! {
-            result = tokio::time::timeout_at(deadline.into(), guest) => result.ok(),
-            () = cancel.cancelled() => {
-                return GuestReply::sandbox_error("cancelled", started);
+        // stops at a limit even while it sleeps in a host call (the timer
+        // below), and at once when the caller cancels.
+        let result = {
+            let guest = run_program(instance, &mut store);
+            tokio::pin!(guest);
+            loop {
+                let deadline = lock(&clock).deadline;
+                tokio::select! {
+                    result = &mut guest => break Some(result),
+                    () = tokio::time::sleep_until(deadline.into()) => {
+                        if !lock(&clock).extend() {
+                            break None;
+                        }
+                    }
+                    () = cancel.cancelled() => {
+                        return GuestReply::sandbox_error("cancelled", started);
+                    }
+                }
             }
         };
         let state = store.data();
-        let (outcome, note) = classify(result, state.stop, state.limiter.hit);
+        let clock = lock(&clock);
+        let window = clock.started.elapsed();
+        let cpu = clock.cpu_used();
+        let cpu_wait = clock.wait_since_start();
+        let stop = match (&result, state.stop) {
+            // The host-side timer fired while the guest waited in a host call.
+            (None, None) => Some(Stop::Deadline),
+            (_, stop) => stop,
+        };
+        let proof = (stop == Some(Stop::Deadline)).then(|| {
+            CpuWindow {
+                limit: request.limits.timeout(),
+                elapsed: window,
+                cpu,
+                cpu_wait,
+                // Output goes to memory here: it never holds a guest up.
+                output_active: false,
+                // At most one guest per core runs; other load shows as waiting.
+                oversubscribed: false,
+            }
+            .judge(1.0, request.alone)
+        });
+        let judged = proof.is_some();
+        let (outcome, note) = classify(result, stop, state.limiter.hit, proof);
         GuestReply {
             outcome,
             stdout: stdout.finish(),
             stderr: stderr.finish(),
-            duration_ms: elapsed_ms(started),
+            duration_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+            usage: Some(ResourceUsage {
+                cpu_ms: cpu.map(millis),
+                peak_memory_bytes: Some(state.limiter.peak as u64),
+                cpu_wait_ms: cpu_wait.filter(|_| judged).map(millis),
+            }),
             note,
         }
     }
@@ -198,7 +272,6 @@ impl GuestRuntime {
         request: &GuestRequest,
         stdout: &CapturePipe,
         stderr: &CapturePipe,
-        deadline: Instant,
         cancel: &CancellationToken,
     ) -> wasmtime::Result<Store<GuestState>> {
         let mut wasi = WasiCtxBuilder::new();
@@ -226,8 +299,10 @@ impl GuestRuntime {
             limiter: MemoryCap {
                 cap: usize::try_from(request.limits.memory_bytes).unwrap_or(usize::MAX),
                 hit: false,
+                peak: 0,
             },
             stop: None,
+            clock: None,
         };
         let mut store = Store::new(self.pre.module().engine(), state);
         store.limiter(|state| &mut state.limiter);
@@ -239,10 +314,11 @@ impl GuestRuntime {
         store.epoch_deadline_callback(move |mut ctx| {
             let stop = if cancel.is_cancelled() {
                 Some(Stop::Cancelled)
-            } else if Instant::now() >= deadline {
-                Some(Stop::Deadline)
             } else {
-                None
+                ctx.data()
+                    .clock
+                    .as_ref()
+                    .and_then(|clock| lock(clock).limit_reached())
             };
             match stop {
                 Some(stop) => {
@@ -256,18 +332,118 @@ impl GuestRuntime {
     }
 }
 
-/// The store's data: WASI state, the memory cap, and why the host stopped the guest.
+/// The store's data: WASI state, the memory cap, the program's clock, and
+/// why the host stopped the guest.
 pub(crate) struct GuestState {
     wasi: WasiP1Ctx,
     limiter: MemoryCap,
     stop: Option<Stop>,
+    /// Set once the instance exists: the program's time starts then.
+    /// Shared with the host-side timer, which stops a guest waiting in a
+    /// host call (a sleep).
+    clock: Option<Arc<Mutex<ProgramClock>>>,
 }
 
 /// Why the host interrupted a guest.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Stop {
     Deadline,
+    CpuLimit,
     Cancelled,
+}
+
+/// The program's limits, counted from its start on the thread running it
+/// (guests run on the thread that polls them, and so does the host timer).
+struct ProgramClock {
+    started: Instant,
+    limit: Duration,
+    /// When the wall limit fires; moved later by the time the guest waited
+    /// for a CPU (see `progscore_sandbox::timing`).
+    deadline: Instant,
+    cpu_limit: Option<Duration>,
+    cpu_at_start: Option<Duration>,
+    wait_at_start: Option<Duration>,
+}
+
+impl ProgramClock {
+    fn start(limits: &Limits) -> ProgramClock {
+        let started = Instant::now();
+        ProgramClock {
+            started,
+            limit: limits.timeout(),
+            deadline: started + limits.timeout(),
+            cpu_limit: limits.cpu_time(),
+            cpu_at_start: thread_cpu_time(),
+            wait_at_start: thread_cpu_wait(),
+        }
+    }
+
+    fn limit_reached(&mut self) -> Option<Stop> {
+        if Instant::now() >= self.deadline && !self.extend() {
+            return Some(Stop::Deadline);
+        }
+        let limit = self.cpu_limit?;
+        (self.cpu_used()? >= limit).then_some(Stop::CpuLimit)
+    }
+
+    /// At the deadline: gives back the time the guest waited for a CPU, if
+    /// any is owed. Returns whether the deadline moved.
+    fn extend(&mut self) -> bool {
+        let Some(wait) = self.wait_since_start() else {
+            return false;
+        };
+        match fair_extension(self.limit, self.started.elapsed(), wait) {
+            Some(more) => {
+                self.deadline = Instant::now() + more;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// CPU time of this thread (the guest's) since the program started.
+    fn cpu_used(&self) -> Option<Duration> {
+        Some(thread_cpu_time()?.saturating_sub(self.cpu_at_start?))
+    }
+
+    fn wait_since_start(&self) -> Option<Duration> {
+        Some(thread_cpu_wait()?.saturating_sub(self.wait_at_start?))
+    }
+}
+
+fn lock(clock: &Mutex<ProgramClock>) -> std::sync::MutexGuard<'_, ProgramClock> {
+    // A few instants and durations: consistent even if a holder panicked.
+    clock
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// CPU time of the calling thread: guests run on the thread that polls them.
+fn thread_cpu_time() -> Option<Duration> {
+    let mut time = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut time) } == 0;
+    ok.then(|| {
+        Duration::new(
+            u64::try_from(time.tv_sec).unwrap_or(0),
+            u32::try_from(time.tv_nsec).unwrap_or(0),
+        )
+    })
+}
+
+/// How long the calling thread has waited for a CPU while ready to run.
+fn thread_cpu_wait() -> Option<Duration> {
+    // Fields: time on a CPU, time waiting on a run queue, slices (ns).
+    let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let wait = schedstat.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(wait))
 }
 
 /// Refuses linear-memory growth beyond the profile's cap and remembers that it did.
@@ -278,6 +454,8 @@ enum Stop {
 struct MemoryCap {
     cap: usize,
     hit: bool,
+    /// The largest linear memory allowed so far, in bytes.
+    peak: usize,
 }
 
 impl ResourceLimiter for MemoryCap {
@@ -291,6 +469,7 @@ impl ResourceLimiter for MemoryCap {
             self.hit = true;
             return Ok(false);
         }
+        self.peak = self.peak.max(desired);
         Ok(true)
     }
 
@@ -304,12 +483,11 @@ impl ResourceLimiter for MemoryCap {
     }
 }
 
-/// Instantiates the reactor, runs `_initialize` if exported, then `run()`.
-async fn run_reactor(
-    pre: &InstancePre<GuestState>,
+/// Runs the reactor's `_initialize` if exported, then `run()`.
+async fn run_program(
+    instance: wasmtime::Instance,
     store: &mut Store<GuestState>,
 ) -> wasmtime::Result<i32> {
-    let instance = pre.instantiate_async(&mut *store).await?;
     if let Ok(init) = instance.get_typed_func::<(), ()>(&mut *store, "_initialize") {
         init.call_async(&mut *store, ()).await?;
     }
@@ -320,7 +498,9 @@ async fn run_reactor(
 /// Maps how the guest ended to an outcome.
 ///
 /// - `run()` returned or `sys.exit(n)` (an [`I32Exit`] trap): `exited(n)`;
-/// - the deadline (epoch callback or the host-side timer) or fuel ran out: `timed_out`;
+/// - the deadline (epoch callback or the host-side timer) or fuel ran out:
+///   `timed_out`, unconfirmed when `proof` says the guest was starved; the
+///   CPU-time limit: `timed_out` with `limit: cpu`;
 /// - the memory cap refused a growth and the program then failed (exit 1, which
 ///   is an uncaught `MemoryError`, or a trap): `memory_limit`;
 /// - any other trap: `exited(134)` (or 139 for stack exhaustion), like a native
@@ -330,6 +510,7 @@ fn classify(
     result: Option<wasmtime::Result<i32>>,
     stop: Option<Stop>,
     memory_hit: bool,
+    proof: Option<TimeoutProof>,
 ) -> (Outcome, Option<String>) {
     let exited = |code: i64| {
         if memory_hit && code == 1 {
@@ -338,8 +519,15 @@ fn classify(
             Outcome::Exited { exit_code: code }
         }
     };
+    let wall_timeout = || Outcome::TimedOut {
+        limit: TimeLimit::Wall,
+        unconfirmed: match &proof {
+            Some(TimeoutProof::Confirm(why) | TimeoutProof::Unconfirmed(why)) => Some(why.clone()),
+            Some(TimeoutProof::Proven) | None => None,
+        },
+    };
     let error = match result {
-        None => return (Outcome::TimedOut, None),
+        None => return (wall_timeout(), None),
         Some(Ok(code)) => return (exited(i64::from(code)), None),
         Some(Err(error)) => error,
     };
@@ -347,7 +535,17 @@ fn classify(
         return (exited(i64::from(*code)), None);
     }
     match stop {
-        Some(Stop::Deadline) => return (Outcome::TimedOut, None),
+        Some(Stop::Deadline) => return (wall_timeout(), None),
+        Some(Stop::CpuLimit) => {
+            let limit = TimeLimit::Cpu;
+            return (
+                Outcome::TimedOut {
+                    limit,
+                    unconfirmed: None,
+                },
+                None,
+            );
+        }
         Some(Stop::Cancelled) => {
             let message = "cancelled".to_string();
             return (Outcome::SandboxError { message }, None);
@@ -355,7 +553,10 @@ fn classify(
         None => {}
     }
     match error.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => (Outcome::TimedOut, Some("the guest ran out of fuel".into())),
+        Some(Trap::OutOfFuel) => (
+            Outcome::timed_out(),
+            Some("the guest ran out of fuel".into()),
+        ),
         Some(_) if memory_hit => (Outcome::MemoryLimit, Some(format!("{error:#}"))),
         Some(trap) => {
             let code = if *trap == Trap::StackOverflow {
@@ -409,25 +610,48 @@ mod tests {
     #[test]
     fn exit_codes_and_memory() {
         assert_eq!(
-            classify(Some(Ok(3)), None, false).0,
+            classify(Some(Ok(3)), None, false, None).0,
             Outcome::Exited { exit_code: 3 }
         );
-        assert_eq!(classify(Some(Ok(1)), None, true).0, Outcome::MemoryLimit);
+        assert_eq!(
+            classify(Some(Ok(1)), None, true, None).0,
+            Outcome::MemoryLimit
+        );
         // A program that caught MemoryError and exited 0 is its own business.
         assert_eq!(
-            classify(Some(Ok(0)), None, true).0,
+            classify(Some(Ok(0)), None, true, None).0,
             Outcome::Exited { exit_code: 0 }
         );
-        assert_eq!(classify(None, None, false).0, Outcome::TimedOut);
+        assert_eq!(
+            classify(None, None, false, Some(TimeoutProof::Proven)).0,
+            Outcome::timed_out()
+        );
         let exit = wasmtime::Error::new(I32Exit(3));
         assert_eq!(
-            classify(Some(Err(exit)), None, false).0,
+            classify(Some(Err(exit)), None, false, None).0,
             Outcome::Exited { exit_code: 3 }
         );
         let interrupted = wasmtime::Error::new(Trap::Interrupt);
         assert_eq!(
-            classify(Some(Err(interrupted)), Some(Stop::Deadline), false).0,
-            Outcome::TimedOut
+            classify(
+                Some(Err(interrupted)),
+                Some(Stop::Deadline),
+                false,
+                Some(TimeoutProof::Confirm("busy".into()))
+            )
+            .0,
+            Outcome::TimedOut {
+                limit: TimeLimit::Wall,
+                unconfirmed: Some("busy".into())
+            }
+        );
+        let interrupted = wasmtime::Error::new(Trap::Interrupt);
+        assert_eq!(
+            classify(Some(Err(interrupted)), Some(Stop::CpuLimit), false, None).0,
+            Outcome::TimedOut {
+                limit: TimeLimit::Cpu,
+                unconfirmed: None
+            }
         );
     }
 }

@@ -57,10 +57,10 @@ fn cache_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("wasi-cache")
 }
 
-fn options(execution: Execution, workspace_root: &Path) -> WasiOptions {
+fn options(execution: Execution, owner_root: &Path) -> WasiOptions {
     WasiOptions {
         cache_dir: cache_dir(),
-        workspace_root: workspace_root.to_path_buf(),
+        owner_root: owner_root.to_path_buf(),
         execution,
     }
 }
@@ -73,7 +73,11 @@ fn client() -> &'static WasiClient {
             command: WorkerCommand::new(WORKER),
             workers: 2,
         };
-        WasiClient::new(profiles(), options(execution, &std::env::temp_dir()))
+        WasiClient::new(
+            profiles(),
+            options(execution, &progscore_sandbox::default_owner_root()),
+        )
+        .expect("client")
     })
 }
 
@@ -212,11 +216,15 @@ async fn a_wrong_sha256_is_refused_naming_both_hashes() {
             module.sha256 = wrong.clone();
         }
     });
-    let scratch = tempfile::tempdir().expect("tempdir");
+    let scratch = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .expect("tempdir");
     let client = WasiClient::new(
         [bad],
         options(Execution::InProcess { parallelism: 1 }, scratch.path()),
-    );
+    )
+    .expect("client");
     let err = client
         .execute(b"print(1)\n", "wasi-bad-pin", &[Invocation::default()])
         .await
@@ -240,11 +248,15 @@ async fn a_missing_module_names_the_setup_script() {
             module.path = "/nonexistent/python.wasm".into();
         }
     });
-    let scratch = tempfile::tempdir().expect("tempdir");
+    let scratch = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .expect("tempdir");
     let client = WasiClient::new(
         [missing],
         options(Execution::InProcess { parallelism: 1 }, scratch.path()),
-    );
+    )
+    .expect("client");
     let err = client
         .execute(b"print(1)\n", "wasi-missing", &[Invocation::default()])
         .await
@@ -263,8 +275,11 @@ async fn a_missing_module_names_the_setup_script() {
 /// Drops `execute` while the guest sleeps; when the drop returns, the guest has
 /// stopped and the workspace (with its scratch folder) is gone.
 async fn cancellation_leaves_nothing(execution: Execution) {
-    let root = tempfile::tempdir().expect("tempdir");
-    let client = WasiClient::new(profiles(), options(execution, root.path()));
+    let root = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .expect("tempdir");
+    let client = WasiClient::new(profiles(), options(execution, root.path())).expect("client");
     client.prepare("wasi-scratch").await.expect("prepare");
     let program = b"import time\nopen('/tmp/mark', 'w').write('x')\nprint('sleeping', flush=True)\ntime.sleep(60)\n";
     let invocations = [Invocation::default()];
@@ -274,8 +289,8 @@ async fn cancellation_leaves_nothing(execution: Execution) {
     assert!(outcome.is_err(), "the program should still be running");
     // The timeout dropped the future; cleanup happened inside that drop.
     assert!(started.elapsed() < Duration::from_secs(5));
-    let left: Vec<_> = std::fs::read_dir(root.path())
-        .expect("read root")
+    let left: Vec<_> = std::fs::read_dir(client.owner_dir())
+        .expect("read the owner folder")
         .map(|entry| entry.map(|e| e.path()))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
@@ -299,11 +314,15 @@ async fn cancellation_in_process_leaves_no_workspace() {
 
 #[tokio::test]
 async fn in_process_execution_runs_the_same_probes() {
-    let root = tempfile::tempdir().expect("tempdir");
+    let root = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .expect("tempdir");
     let client = WasiClient::new(
         profiles(),
         options(Execution::InProcess { parallelism: 2 }, root.path()),
-    );
+    )
+    .expect("client");
     run_probe(&client, "wasi", probes::square()).await;
     run_probe(&client, "wasi", probes::stdin_exact()).await;
     run_probe(&client, "wasi-short", probes::long_sleep()).await;
@@ -314,7 +333,10 @@ async fn in_process_execution_runs_the_same_probes() {
 // Compiles a second, fuel-metered module (about a minute, once per machine).
 async fn fuel_runs_out_as_timed_out() {
     let fueled = profile("wasi-fuel", |s| s.limits.fuel = Some(500_000_000));
-    let root = tempfile::tempdir().expect("tempdir");
+    let root = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .expect("tempdir");
     let client = WasiClient::new(
         [fueled],
         options(
@@ -324,7 +346,8 @@ async fn fuel_runs_out_as_timed_out() {
             },
             root.path(),
         ),
-    );
+    )
+    .expect("client");
     let run = client
         .execute(
             b"print('started')\nwhile True:\n    pass\n",
@@ -335,7 +358,7 @@ async fn fuel_runs_out_as_timed_out() {
         .expect("run");
     // 500 M units are plenty for start-up and exit (about 50 M), so the
     // budget ran out in the program's own loop.
-    assert_eq!(run.events[0].outcome, Outcome::TimedOut, "{run:#?}");
+    assert_eq!(run.events[0].outcome, Outcome::timed_out(), "{run:#?}");
     assert_eq!(run.events[0].stdout.data.as_bytes(), b"started\n");
     assert!(
         run.sandbox_warnings.iter().any(|w| w.contains("fuel")),

@@ -25,6 +25,7 @@ pub fn profile(name: &str, output: &str) -> RuntimeProfile {
         stdlib: None,
         command: vec!["python3".into(), "-I".into()],
         runtime: None,
+        user: None,
         scratch: false,
         limits: LimitsSpec {
             output: output.into(),

@@ -17,7 +17,7 @@ use bollard::query_parameters::InspectContainerOptions;
 use progscore_docker::{DockerClient, DockerOptions};
 use progscore_sandbox::{
     Invocation, Outcome, ProfileSpec, ProgramRun, RuntimeProfile, SandboxClient, SandboxError,
-    sha256_hex,
+    TimeLimit, sha256_hex,
 };
 
 const RUNC: &str = "python";
@@ -55,13 +55,14 @@ fn profile(name: &str) -> RuntimeProfile {
 
 struct Harness {
     client: DockerClient,
-    workspaces: tempfile::TempDir,
+    /// The owner root (private to the test).
+    _root: tempfile::TempDir,
 }
 
 fn harness_with_socket(profiles: Vec<RuntimeProfile>, socket: Option<&Path>) -> Harness {
-    let workspaces = tempfile::tempdir().expect("workspace root");
+    let root = private_tempdir();
     let mut options = DockerOptions {
-        workspace_root: workspaces.path().to_path_buf(),
+        owner_root: root.path().to_path_buf(),
         ..DockerOptions::default()
     };
     if let Some(socket) = socket {
@@ -69,8 +70,16 @@ fn harness_with_socket(profiles: Vec<RuntimeProfile>, socket: Option<&Path>) -> 
     }
     Harness {
         client: DockerClient::new(profiles, options).expect("client"),
-        workspaces,
+        _root: root,
     }
+}
+
+/// A temporary folder with mode 0700, as an owner root must be.
+fn private_tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .expect("owner root")
 }
 
 fn harness(profiles: Vec<RuntimeProfile>) -> Harness {
@@ -102,7 +111,7 @@ impl Harness {
             .await
             .expect("list containers");
         assert!(left.is_empty(), "containers left behind: {left:?}");
-        let workspaces: Vec<_> = std::fs::read_dir(self.workspaces.path())
+        let workspaces: Vec<_> = std::fs::read_dir(self.client.owner_dir())
             .map(|dir| dir.flatten().map(|e| e.path()).collect())
             .unwrap_or_default();
         assert!(
@@ -273,10 +282,90 @@ on_both_runtimes! {
             let started = Instant::now();
             let run = h.run_one(name, program, &[]).await;
             let took = started.elapsed();
-            assert_eq!(run.events[0].outcome, Outcome::TimedOut, "{run:?}");
+            assert_eq!(run.events[0].outcome, Outcome::timed_out(), "{run:?}");
             // The deadline plus a grace for kill and removal on a loaded 2-core machine.
             assert!(took < Duration::from_secs(2 + 6), "took {took:?}");
         }
+        h.assert_clean().await;
+    };
+
+    engine_latency_is_not_program_time => |name: &'static str| async move {
+        // The engine answers `start`, then `wait`, two seconds late; the
+        // program itself needs milliseconds of its one-second limit.
+        let p = profile_with(name, |s| s.limits.timeout = "1s".into());
+        for delay_wait in [false, true] {
+            let proxy = proxy::EngineProxy::start();
+            let delay = if delay_wait { &proxy.faults.delay_wait_ms } else { &proxy.faults.delay_start_ms };
+            delay.store(2000, std::sync::atomic::Ordering::SeqCst);
+            let h = harness_with_socket(vec![p.clone()], Some(proxy.socket()));
+            let run = h.run_one(name, SQUARE, &["3"]).await;
+            assert_eq!(exit_code(&run, 0), 0, "delayed wait {delay_wait}: {run:?}");
+            assert_eq!(stdout(&run, 0), "9\n");
+            h.assert_clean().await;
+        }
+    };
+
+    cpu_time_and_peak_memory_are_measured => |name: &'static str| async move {
+        let program = "import time\nx = bytearray(64 * 1024 * 1024)\nend = time.process_time() + 0.4\nwhile time.process_time() < end:\n    pass\n";
+        let h = harness(vec![profile(name)]);
+        let run = h.run_one(name, program, &[]).await;
+        assert_eq!(exit_code(&run, 0), 0, "{run:?}");
+        let usage = run.events[0].usage.clone().expect("usage measured");
+        let cpu = usage.cpu_ms.expect("cpu time");
+        assert!((350..5000).contains(&cpu), "cpu {cpu} ms");
+        let peak = usage.peak_memory_bytes.expect("peak memory");
+        assert!(peak >= 64 * 1024 * 1024, "peak {peak}");
+        // The invocation's own cgroups are gone with it.
+        let cgroups = Path::new("/sys/fs/cgroup/memory/progscore").join(h.client.owner());
+        let left: Vec<_> = std::fs::read_dir(&cgroups)
+            .map(|d| d.flatten().filter(|e| e.path().is_dir()).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "cgroups left: {left:?}");
+        h.assert_clean().await;
+    };
+
+    a_cpu_time_limit_is_a_proven_timeout => |name: &'static str| async move {
+        let p = profile_with(name, |s| s.limits.cpu_time = Some("300ms".into()));
+        let h = harness(vec![p]);
+        let run = h.run_one(name, "print('spin', flush=True)\nwhile True:\n    pass\n", &[]).await;
+        assert_eq!(
+            run.events[0].outcome,
+            Outcome::TimedOut { limit: TimeLimit::Cpu, unconfirmed: None },
+            "{run:?}"
+        );
+        assert_eq!(stdout(&run, 0), "spin\n");
+        // Stopped by the CPU limit, long before the 10 s wall limit.
+        assert!(run.events[0].duration_ms < 5000, "{run:?}");
+        h.assert_clean().await;
+    };
+
+    timeouts_under_contention_are_confirmed_alone => |name: &'static str| async move {
+        // Three times as many programs as CPUs, with a one-second limit:
+        // spinners must still be proven timeouts, and programs that need a
+        // third of a second of CPU must still exit, however starved their
+        // first run was.
+        let p = profile_with(name, |s| s.limits.timeout = "1s".into());
+        let h = std::sync::Arc::new(harness(vec![p]));
+        let spinner = "while True:\n    pass\n";
+        let worker = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end:\n    pass\nprint('ok')\n";
+        let mut calls = Vec::new();
+        for index in 0..6 {
+            let h = h.clone();
+            let program = if index % 2 == 0 { spinner } else { worker };
+            calls.push(tokio::spawn(async move { (program, h.run_one(name, program, &[]).await) }));
+        }
+        let mut confirmed = 0;
+        for call in calls {
+            let (program, run) = call.await.expect("call");
+            confirmed += run.sandbox_warnings.iter().filter(|w| w.contains("ran again with no other program")).count();
+            if program == spinner {
+                assert_eq!(run.events[0].outcome, Outcome::timed_out(), "{run:#?}");
+            } else {
+                assert_eq!(exit_code(&run, 0), 0, "{run:#?}");
+                assert_eq!(stdout(&run, 0), "ok\n");
+            }
+        }
+        println!("{name}: {confirmed} of 6 invocations were confirmed alone");
         h.assert_clean().await;
     };
 
@@ -285,7 +374,7 @@ on_both_runtimes! {
         let program = "import os, time\nprint('bye', flush=True)\nos.close(1)\nos.close(2)\ntime.sleep(60)\n";
         let h = harness(vec![p]);
         let run = h.run_one(name, program, &[]).await;
-        assert_eq!(run.events[0].outcome, Outcome::TimedOut, "{run:?}");
+        assert_eq!(run.events[0].outcome, Outcome::timed_out(), "{run:?}");
         assert_eq!(stdout(&run, 0), "bye\n");
     };
 
@@ -427,13 +516,11 @@ async fn a_runtime_the_engine_does_not_list_is_refused() {
     );
 }
 
-#[tokio::test]
-async fn an_engine_without_swap_limits_is_refused() {
+/// An engine whose `/info` denies one kind of limit is refused before
+/// anything runs, by `execute` and by `diagnose`, naming the limit.
+async fn an_engine_without(flag: &'static str, named: &str) {
     let proxy = proxy::EngineProxy::start();
-    proxy
-        .faults
-        .hide_swap_limit
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    proxy.faults.hide_support(flag);
     let h = harness_with_socket(vec![profile(RUNC)], Some(proxy.socket()));
     let err = h
         .client
@@ -444,11 +531,34 @@ async fn an_engine_without_swap_limits_is_refused() {
         matches!(err, SandboxError::EngineUnsupported { .. }),
         "{err}"
     );
-    assert!(err.to_string().contains("swap limits"), "{err}");
+    assert!(err.to_string().contains(named), "{err}");
     let report = h.client.diagnose().await;
     assert!(!report.engine_ok);
-    assert!(report.problems.iter().any(|p| p.contains("swap limits")));
+    assert!(
+        report.problems.iter().any(|p| p.contains(named)),
+        "{report:?}"
+    );
     h.assert_clean().await;
+}
+
+#[tokio::test]
+async fn an_engine_without_memory_limits_is_refused() {
+    an_engine_without("MemoryLimit", "memory limits").await;
+}
+
+#[tokio::test]
+async fn an_engine_without_swap_limits_is_refused() {
+    an_engine_without("SwapLimit", "swap limits").await;
+}
+
+#[tokio::test]
+async fn an_engine_without_cpu_quotas_is_refused() {
+    an_engine_without("CpuCfsQuota", "CPU quotas").await;
+}
+
+#[tokio::test]
+async fn an_engine_without_pids_limits_is_refused() {
+    an_engine_without("PidsLimit", "pids limits").await;
 }
 
 #[tokio::test]
@@ -494,7 +604,7 @@ async fn the_workspace_is_private_while_running_and_gone_after() {
     let (run, (folder, mode)) = tokio::join!(run, observe);
     assert_eq!(stdout(&run, 0), "done\n");
     assert_eq!(mode, 0o700, "workspace {folder:?} mode {mode:o}");
-    assert!(folder.starts_with(h.workspaces.path()));
+    assert!(folder.starts_with(h.client.owner_dir()));
     assert!(!folder.exists(), "workspace {folder:?} still exists");
     h.assert_clean().await;
 }
@@ -534,37 +644,115 @@ async fn volume_count() -> usize {
         .len()
 }
 
+/// The engine (through the proxy) goes away during a run and comes back:
+/// the invocation it dropped runs again in a fresh container, the dropped
+/// container is removed once the engine answers, and the run is complete.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_engine_that_vanishes_mid_run_is_a_sandbox_error() {
+async fn an_engine_that_vanishes_and_returns_reruns_the_invocation() {
     let mut proxy = proxy::EngineProxy::start();
     let h = harness_with_socket(vec![profile(RUNC)], Some(proxy.socket()));
-    let program = "import time\nprint('started', flush=True)\ntime.sleep(5)\n";
+    let program = "import time\nprint('started', flush=True)\ntime.sleep(2)\nprint('done')\n";
     let invocations = [Invocation::default(), Invocation::default()];
     let run = h.client.execute(program.as_bytes(), RUNC, &invocations);
-    let stop = async {
+    let outage = async {
+        wait_for_owned_container(&h).await;
+        proxy.stop();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        proxy.restart();
+    };
+    let (run, ()) = tokio::join!(run, outage);
+    let run = run.expect("the engine came back within the outage wait");
+    for index in 0..2 {
+        assert_eq!(exit_code(&run, index), 0, "{run:#?}");
+        assert_eq!(stdout(&run, index), "started\ndone\n");
+    }
+    assert!(
+        run.sandbox_warnings
+            .iter()
+            .any(|w| w.contains("stopped answering") && w.contains("run again")),
+        "{:?}",
+        run.sandbox_warnings
+    );
+    h.assert_clean().await;
+}
+
+/// The engine goes away and stays away past the outage wait: nothing of the
+/// run is evidence, so the call is refused with where and why, and the
+/// container it could not remove is the only one left (for the next start's
+/// sweep, or the engine's return).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_stays_gone_refuses_the_run() {
+    let mut proxy = proxy::EngineProxy::start();
+    let root = private_tempdir();
+    let options = DockerOptions {
+        owner_root: root.path().to_path_buf(),
+        socket: proxy.socket().to_path_buf(),
+        outage_wait: Duration::from_secs(2),
+        ..DockerOptions::default()
+    };
+    let client = DockerClient::new(vec![profile(RUNC)], options).expect("client");
+    let program = "import time\nprint('started', flush=True)\ntime.sleep(30)\n";
+    let invocations = [Invocation::default()];
+    let run = client.execute(program.as_bytes(), RUNC, &invocations);
+    let outage = async {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         proxy.stop();
     };
-    let (run, ()) = tokio::join!(run, stop);
-    let run = run.expect("the run started before the engine went away");
+    let (run, ()) = tokio::join!(run, outage);
+    let err = run.expect_err("the engine never came back");
     assert!(
-        matches!(run.events[0].outcome, Outcome::SandboxError { .. }),
-        "{:?}",
-        run.events[0]
+        matches!(err, SandboxError::EngineUnavailable { .. }),
+        "{err:?}"
     );
-    assert!(matches!(run.events[1].outcome, Outcome::NotRun { .. }));
-    // The backend could not remove its container through the vanished engine:
-    // it says so, by name. Clean up through the real engine.
-    let warning = run.sandbox_warnings.first().expect("a removal warning");
-    let name = run.events[0]
-        .provenance
-        .as_ref()
-        .unwrap()
-        .container
-        .clone()
-        .unwrap();
-    assert!(warning.contains(&name), "{warning}");
-    remove_for_real(&name).await;
+    let message = err.to_string();
+    let endpoint = format!("unix://{}", proxy.socket().display());
+    assert!(
+        message.contains(&format!("cannot reach the Docker engine at {endpoint}")),
+        "{message}"
+    );
+    let left = owned_by(client.owner()).await;
+    assert_eq!(left.len(), 1, "{left:?}");
+    remove_for_real(&left[0]).await;
+}
+
+/// Names of the real engine's containers labelled with `owner`.
+async fn owned_by(owner: &str) -> Vec<String> {
+    let filters = std::collections::HashMap::from([(
+        "label".to_string(),
+        vec![format!("progscore.owner={owner}")],
+    )]);
+    let options = bollard::query_parameters::ListContainersOptionsBuilder::new()
+        .all(true)
+        .filters(&filters)
+        .build();
+    docker()
+        .list_containers(Some(options))
+        .await
+        .expect("list containers")
+        .into_iter()
+        .flat_map(|c| c.names.unwrap_or_default())
+        .map(|name| name.trim_start_matches('/').to_string())
+        .collect()
+}
+
+/// Returns once the client has a container running.
+async fn wait_for_owned_container(h: &Harness) {
+    for _ in 0..400 {
+        let owned = owned_by(h.client.owner()).await;
+        if !owned.is_empty() {
+            let state = docker()
+                .inspect_container(&owned[0], None::<InspectContainerOptions>)
+                .await
+                .ok()
+                .and_then(|i| i.state)
+                .and_then(|s| s.running);
+            if state == Some(true) {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the client never had a running container");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -618,14 +806,9 @@ async fn remove_for_real(name: &str) {
     let _ = docker().remove_container(name, Some(options)).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn containers_of_a_killed_progscore_are_swept_on_next_use() {
-    // A container as a progscore process killed with SIGKILL would leave it:
-    // our label, an owner pid that no longer exists, still running.
-    let dead_pid = 3_999_999;
-    assert!(!Path::new(&format!("/proc/{dead_pid}")).exists());
+/// Creates a long-running container labelled as `owner`'s.
+async fn container_of(owner: &str, name: &str) {
     let engine = docker();
-    let name = format!("progscore-orphan-{}", std::process::id());
     let image = profile(RUNC).image().unwrap().to_string();
     let body = bollard::models::ContainerCreateBody {
         image: Some(image),
@@ -633,7 +816,7 @@ async fn containers_of_a_killed_progscore_are_swept_on_next_use() {
         cmd: Some(vec!["-c".into(), "import time; time.sleep(600)".into()]),
         labels: Some(std::collections::HashMap::from([(
             "progscore.owner".to_string(),
-            format!("progscore-{dead_pid}-dead"),
+            owner.to_string(),
         )])),
         host_config: Some(bollard::models::HostConfig {
             network_mode: Some("none".into()),
@@ -642,25 +825,147 @@ async fn containers_of_a_killed_progscore_are_swept_on_next_use() {
         ..Default::default()
     };
     let options = bollard::query_parameters::CreateContainerOptionsBuilder::new()
-        .name(&name)
+        .name(name)
         .build();
     engine
         .create_container(Some(options), body)
         .await
-        .expect("create orphan");
+        .expect("create container");
     engine
         .start_container(
-            &name,
+            name,
             None::<bollard::query_parameters::StartContainerOptions>,
         )
         .await
-        .expect("start orphan");
+        .expect("start container");
+}
 
+/// What a progscore process killed with SIGKILL leaves, its lock released:
+/// the lock file, its folder with a workspace holding a program, and a
+/// running container with its label. A live client beside it, and an owner
+/// whose lock is not in this root (another machine, another namespace), keep
+/// theirs. The next client's first use removes the dead owner's, and only those.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leftovers_of_a_killed_progscore_are_swept_before_anything_runs() {
+    let root = private_tempdir();
+    let tag = std::process::id();
+    let dead = format!("progscore-docker-{tag}-dead");
+    std::fs::write(root.path().join(format!("{dead}.lock")), b"").unwrap();
+    let workspace = root.path().join(&dead).join("progscore-ws-x");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("program"), b"print('secret')\n").unwrap();
+    let dead_container = format!("progscore-swept-{tag}");
+    container_of(&dead, &dead_container).await;
+    let elsewhere = format!("progscore-docker-{tag}-elsewhere");
+    let foreign_container = format!("progscore-foreign-{tag}");
+    container_of(&elsewhere, &foreign_container).await;
+
+    let options = || DockerOptions {
+        owner_root: root.path().to_path_buf(),
+        ..DockerOptions::default()
+    };
+    let live = DockerClient::new(vec![profile(RUNC)], options()).expect("live client");
+    let live_container = format!("progscore-live-{tag}");
+    container_of(live.owner(), &live_container).await;
+
+    let next = DockerClient::new(vec![profile(RUNC)], options()).expect("next client");
+    let report = next.diagnose().await;
+    assert!(report.engine_ok, "{report:?}");
+    let exists = |name: String| async move {
+        docker()
+            .inspect_container(&name, None::<InspectContainerOptions>)
+            .await
+            .is_ok()
+    };
+    assert!(
+        !exists(dead_container).await,
+        "the dead owner's container is still there"
+    );
+    assert!(
+        !root.path().join(&dead).exists(),
+        "its workspaces are still there"
+    );
+    assert!(!root.path().join(format!("{dead}.lock")).exists());
+    assert!(
+        exists(live_container.clone()).await,
+        "a live owner's container was removed"
+    );
+    assert!(
+        exists(foreign_container.clone()).await,
+        "an owner not provably dead lost its container"
+    );
+    assert!(live.owner_dir().is_dir());
+    remove_for_real(&live_container).await;
+    remove_for_real(&foreign_container).await;
+}
+
+/// The created container is what the profile says: no log driver, swap
+/// equal to memory (no swap), the CPU quota, the pids limit, the user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_container_is_created_as_the_profile_says() {
+    let p = profile_with(RUNC, |s| {
+        s.limits.memory = "200MiB".into();
+        s.limits.cpus = 0.5;
+        s.limits.pids = 40;
+        s.user = Some("12345:23456".into());
+    });
+    let h = harness(vec![p]);
+    let run = h.run_one(RUNC, "import time\ntime.sleep(2)\n", &[]);
+    let observe = async {
+        wait_for_owned_container(&h).await;
+        let name = owned_by(h.client.owner()).await.pop().unwrap();
+        docker()
+            .inspect_container(&name, None::<InspectContainerOptions>)
+            .await
+            .expect("inspect")
+    };
+    let (run, inspect) = tokio::join!(run, observe);
+    assert_eq!(exit_code(&run, 0), 0, "{run:?}");
+    let host = inspect.host_config.expect("host config");
+    assert_eq!(host.log_config.and_then(|l| l.typ).as_deref(), Some("none"));
+    assert_eq!(host.memory, Some(200 * 1024 * 1024));
+    assert_eq!(host.memory_swap, host.memory);
+    assert_eq!(host.cpu_period, Some(100_000));
+    assert_eq!(host.cpu_quota, Some(50_000));
+    assert_eq!(host.pids_limit, Some(40));
+    assert_eq!(host.runtime.as_deref(), Some("runc"));
+    assert_eq!(
+        inspect.config.and_then(|c| c.user).as_deref(),
+        Some("12345:23456")
+    );
+    let provenance = run.events[0].provenance.as_ref().unwrap();
+    assert_eq!(provenance.user.as_deref(), Some("12345:23456"));
+    h.assert_clean().await;
+}
+
+/// An invocation the program cannot be given is refused before any
+/// container exists.
+#[tokio::test]
+async fn undeliverable_invocations_are_refused_before_anything_runs() {
     let h = harness(vec![profile(RUNC)]);
-    let run = h.run_one(RUNC, SQUARE, &["3"]).await;
-    assert_eq!(stdout(&run, 0), "9\n");
-    let gone = engine
-        .inspect_container(&name, None::<InspectContainerOptions>)
-        .await;
-    assert!(gone.is_err(), "the orphan is still there");
+    let nul = h
+        .client
+        .execute(
+            SQUARE.as_bytes(),
+            RUNC,
+            &[Invocation::default(), Invocation::with_args(["3\u{0}4"])],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&nul, SandboxError::InvalidInvocation { index: 1, error } if error.field == "args[0]"),
+        "{nul:?}"
+    );
+    let many = Invocation::with_args(vec!["y".repeat(1000); 5000]);
+    let err = h
+        .client
+        .execute(SQUARE.as_bytes(), RUNC, &[many])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, SandboxError::InvalidInvocation { .. }),
+        "{err:?}"
+    );
+    assert!(owned_by(h.client.owner()).await.is_empty());
+    h.assert_clean().await;
 }

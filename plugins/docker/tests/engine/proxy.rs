@@ -1,11 +1,13 @@
 //! A small HTTP proxy in front of the engine's socket, to make the engine
-//! look different (no swap-limit support), fail (container removal), or
-//! vanish mid-run — without disturbing the real engine other tests use.
+//! look different (a limit it cannot enforce), slow (answers held back),
+//! fail (container removal), or vanish mid-run and come back — without
+//! disturbing the real engine other tests use.
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
@@ -19,10 +21,22 @@ const ENGINE_SOCKET: &str = "/var/run/docker.sock";
 /// What the proxy changes.
 #[derive(Default)]
 pub struct Faults {
-    /// `/info` reports `SwapLimit: false`.
-    pub hide_swap_limit: AtomicBool,
+    /// `/info` reports these support flags (`SwapLimit`, `MemoryLimit`,
+    /// `CpuCfsQuota`, `PidsLimit`) as `false`.
+    pub hidden_support: Mutex<Vec<&'static str>>,
     /// `DELETE /containers/...` answers 500.
     pub fail_container_removal: AtomicBool,
+    /// The answer to `POST /containers/{id}/start` is held back this long (ms)
+    /// after the engine gave it: the program already runs meanwhile.
+    pub delay_start_ms: AtomicU64,
+    /// The answer to `POST /containers/{id}/wait` is held back this long (ms).
+    pub delay_wait_ms: AtomicU64,
+}
+
+impl Faults {
+    pub fn hide_support(&self, flag: &'static str) {
+        self.hidden_support.lock().unwrap().push(flag);
+    }
 }
 
 pub struct EngineProxy {
@@ -36,17 +50,33 @@ impl EngineProxy {
     pub fn start() -> EngineProxy {
         let dir = tempfile::tempdir().expect("temp dir for the proxy socket");
         let socket = dir.path().join("engine.sock");
+        let mut proxy = EngineProxy {
+            socket,
+            _dir: dir,
+            runtime: None,
+            faults: Arc::new(Faults::default()),
+        };
+        proxy.serve();
+        proxy
+    }
+
+    /// The engine comes back on the same socket.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.serve();
+    }
+
+    fn serve(&mut self) {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .expect("proxy runtime");
-        let faults = Arc::new(Faults::default());
         let listener = {
             let _guard = runtime.enter();
-            UnixListener::bind(&socket).expect("bind proxy socket")
+            UnixListener::bind(&self.socket).expect("bind proxy socket")
         };
-        let loop_faults = faults.clone();
+        let loop_faults = self.faults.clone();
         runtime.spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
@@ -65,12 +95,7 @@ impl EngineProxy {
                 });
             }
         });
-        EngineProxy {
-            socket,
-            _dir: dir,
-            runtime: Some(runtime),
-            faults,
-        }
+        self.runtime = Some(runtime);
     }
 
     pub fn socket(&self) -> &Path {
@@ -119,7 +144,16 @@ async fn handle(mut req: Request<Incoming>, faults: &Faults) -> Response<ProxyBo
             r#"{"message":"injected removal failure"}"#,
         );
     }
-    let rewrite_info = path.ends_with("/info") && faults.hide_swap_limit.load(Ordering::SeqCst);
+    let hidden: Vec<&'static str> = faults.hidden_support.lock().unwrap().clone();
+    let rewrite_info = path.ends_with("/info") && !hidden.is_empty();
+    let post = req.method() == hyper::Method::POST && path.contains("/containers/");
+    let delay_ms = if post && path.ends_with("/start") {
+        faults.delay_start_ms.load(Ordering::SeqCst)
+    } else if post && path.ends_with("/wait") {
+        faults.delay_wait_ms.load(Ordering::SeqCst)
+    } else {
+        0
+    };
     let client_upgrade = hyper::upgrade::on(&mut req);
 
     let upstream = match UnixStream::connect(ENGINE_SOCKET).await {
@@ -154,6 +188,10 @@ async fn handle(mut req: Request<Incoming>, faults: &Faults) -> Response<ProxyBo
         }
     };
 
+    if delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+    }
+
     if response.status() == StatusCode::SWITCHING_PROTOCOLS {
         let upstream_upgrade = hyper::upgrade::on(&mut response);
         tokio::spawn(async move {
@@ -178,7 +216,9 @@ async fn handle(mut req: Request<Incoming>, faults: &Faults) -> Response<ProxyBo
             .map(|b| b.to_bytes())
             .unwrap_or_default();
         let mut info: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-        info["SwapLimit"] = serde_json::Value::Bool(false);
+        for flag in hidden {
+            info[flag] = serde_json::Value::Bool(false);
+        }
         let mut rewritten = full(parts.status, serde_json::to_vec(&info).unwrap_or_default());
         *rewritten.headers_mut() = parts.headers;
         rewritten.headers_mut().remove("content-length");

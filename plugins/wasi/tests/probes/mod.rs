@@ -211,7 +211,7 @@ pub fn busy_loop() -> Probe {
         vec![Invocation::default()],
         |run| {
             let event = only_event(run)?;
-            if event.outcome != Outcome::TimedOut {
+            if event.outcome != Outcome::timed_out() {
                 return Err(format!("expected timed_out, got {:?}", event.outcome));
             }
             expect_stdout(event, b"started\n")
@@ -227,7 +227,7 @@ pub fn long_sleep() -> Probe {
         vec![Invocation::default()],
         |run| {
             let event = only_event(run)?;
-            if event.outcome == Outcome::TimedOut {
+            if event.outcome == Outcome::timed_out() {
                 Ok(())
             } else {
                 Err(format!("expected timed_out, got {:?}", event.outcome))

@@ -1,0 +1,368 @@
+//! The cgroup progscore gives each invocation, and what is read from it.
+//!
+//! Each container is created with its own parent cgroup,
+//! `/progscore/<owner>/<container name>` (Docker's `CgroupParent`). The
+//! container's cgroup is created below it by the runtime and removed with the
+//! container, but the parent stays until progscore removes it, and in it the
+//! kernel keeps the totals of everything that ran below: CPU time and the
+//! memory high-water mark. So they can be read after the program exited,
+//! exactly, without racing the engine's cleanup.
+//!
+//! This needs an engine on this host using the `cgroupfs` cgroup driver, and
+//! this process seeing the host's cgroup mounts (no cgroup namespace between
+//! them). When that does not hold, nothing is measured and the backend falls
+//! back to counting its own programs (see `progscore_sandbox::timing`).
+//! cgroup v1 is what this project's machines run; the v2 reading follows the
+//! kernel's documented files (`cpu.stat`, `memory.peak`, `cgroup.threads`).
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The folder under every hierarchy's root that holds progscore's cgroups.
+const ROOT: &str = "progscore";
+
+/// Where the cgroup hierarchies are mounted, as seen from this process.
+#[derive(Debug, Clone)]
+pub(crate) struct Cgroups {
+    layout: Layout,
+    /// Every hierarchy the runtime creates folders in (removal visits all).
+    hierarchies: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone)]
+enum Layout {
+    V1 {
+        cpuacct: PathBuf,
+        cpu: PathBuf,
+        memory: PathBuf,
+    },
+    V2 {
+        root: PathBuf,
+    },
+}
+
+/// The figures of one sample of a running container's threads.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WaitSample {
+    /// Per thread: nanoseconds spent ready to run but waiting for a CPU.
+    waits: HashMap<u32, u64>,
+    /// Nanoseconds the container's CPU quota held it back.
+    throttled: u64,
+}
+
+impl WaitSample {
+    /// The time the container's threads waited for a CPU since `earlier`,
+    /// summed over threads (more than the program lost when several of its
+    /// threads waited at once: an error on the side of more time), less the
+    /// time its own CPU quota held it back.
+    pub(crate) fn excess_since(&self, earlier: &WaitSample) -> Duration {
+        let waited: u64 = self
+            .waits
+            .iter()
+            .map(|(tid, wait)| wait.saturating_sub(earlier.waits.get(tid).copied().unwrap_or(0)))
+            .sum();
+        let throttled = self.throttled.saturating_sub(earlier.throttled);
+        Duration::from_nanos(waited.saturating_sub(throttled))
+    }
+}
+
+impl Cgroups {
+    /// The host's cgroup mounts, when the engine's cgroups can be found in
+    /// them: the engine uses the `cgroupfs` driver and the hierarchies are
+    /// mounted here at their roots.
+    pub(crate) fn discover(driver: Option<&str>, version: Option<&str>) -> Option<Cgroups> {
+        if driver != Some("cgroupfs") {
+            return None;
+        }
+        let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+        Cgroups::from_mountinfo(&mountinfo, version)
+    }
+
+    fn from_mountinfo(mountinfo: &str, version: Option<&str>) -> Option<Cgroups> {
+        let mut v1: HashMap<String, PathBuf> = HashMap::new();
+        let mut v2 = None;
+        let mut hierarchies = Vec::new();
+        for line in mountinfo.lines() {
+            // id parent major:minor root mountpoint options [optional...] - fstype source superoptions
+            let Some((before, after)) = line.split_once(" - ") else {
+                continue;
+            };
+            let fields: Vec<&str> = before.split(' ').collect();
+            let rest: Vec<&str> = after.split(' ').collect();
+            let (Some(root), Some(mountpoint), Some(fstype)) =
+                (fields.get(3), fields.get(4), rest.first())
+            else {
+                continue;
+            };
+            // A mount of a sub-tree (a cgroup namespace) shows other paths
+            // than the engine's; such a hierarchy is unusable.
+            if *root != "/" || !matches!(*fstype, "cgroup" | "cgroup2") {
+                continue;
+            }
+            let mountpoint = PathBuf::from(unescape_mount_path(mountpoint));
+            hierarchies.push(mountpoint.clone());
+            if *fstype == "cgroup2" {
+                v2 = Some(mountpoint);
+                continue;
+            }
+            for option in rest.get(2).copied().unwrap_or("").split(',') {
+                if matches!(option, "cpu" | "cpuacct" | "memory") {
+                    v1.insert(option.to_string(), mountpoint.clone());
+                }
+            }
+        }
+        let layout = match (v1.get("cpuacct"), v1.get("cpu"), v1.get("memory")) {
+            (Some(cpuacct), Some(cpu), Some(memory)) if version != Some("2") => Layout::V1 {
+                cpuacct: cpuacct.clone(),
+                cpu: cpu.clone(),
+                memory: memory.clone(),
+            },
+            _ if version == Some("2") => Layout::V2 { root: v2? },
+            _ => return None,
+        };
+        Some(Cgroups {
+            layout,
+            hierarchies,
+        })
+    }
+
+    /// The cgroup of one invocation of `owner`, named after its container.
+    pub(crate) fn invocation(&self, owner: &str, container: &str) -> InvocationCgroup {
+        InvocationCgroup {
+            cgroups: self.clone(),
+            relative: format!("{ROOT}/{owner}/{container}"),
+        }
+    }
+
+    /// Removes every cgroup folder of `owner` (depth first). Folders still
+    /// holding processes cannot be removed; they are reported.
+    pub(crate) fn remove_owner(&self, owner: &str) -> Result<(), String> {
+        let mut problems = Vec::new();
+        for hierarchy in &self.hierarchies {
+            let top = hierarchy.join(ROOT).join(owner);
+            if let Err(e) = remove_tree(&top) {
+                problems.push(format!("{}: {e}", top.display()));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("cannot remove cgroups {}", problems.join("; ")))
+        }
+    }
+}
+
+/// One invocation's parent cgroup.
+#[derive(Debug, Clone)]
+pub(crate) struct InvocationCgroup {
+    cgroups: Cgroups,
+    relative: String,
+}
+
+impl InvocationCgroup {
+    /// The value of the container's `CgroupParent`.
+    pub(crate) fn parent(&self) -> String {
+        format!("/{}", self.relative)
+    }
+
+    /// Whether the container `id` is where it should be (its cgroup exists
+    /// below the parent): only then do the figures describe it.
+    pub(crate) fn holds(&self, id: &str) -> bool {
+        self.leaf(self.cpu_hierarchy(), id).is_dir()
+    }
+
+    /// CPU time of everything that ran below the parent so far.
+    pub(crate) fn cpu_usage(&self) -> Option<Duration> {
+        match &self.cgroups.layout {
+            Layout::V1 { cpuacct, .. } => {
+                let text = fs::read_to_string(self.dir(cpuacct).join("cpuacct.usage")).ok()?;
+                text.trim().parse().ok().map(Duration::from_nanos)
+            }
+            Layout::V2 { root } => {
+                let stat = fs::read_to_string(self.dir(root).join("cpu.stat")).ok()?;
+                stat_field(&stat, "usage_usec").map(Duration::from_micros)
+            }
+        }
+    }
+
+    /// The memory high-water mark of everything that ran below the parent.
+    pub(crate) fn peak_memory(&self) -> Option<u64> {
+        let (dir, file) = match &self.cgroups.layout {
+            Layout::V1 { memory, .. } => (self.dir(memory), "memory.max_usage_in_bytes"),
+            Layout::V2 { root } => (self.dir(root), "memory.peak"),
+        };
+        fs::read_to_string(dir.join(file)).ok()?.trim().parse().ok()
+    }
+
+    /// Per-thread CPU waits and quota throttling of the running container `id`.
+    pub(crate) fn sample_waits(&self, id: &str) -> Option<WaitSample> {
+        let leaf = self.leaf(self.cpu_hierarchy(), id);
+        let (threads_file, throttled) = match &self.cgroups.layout {
+            Layout::V1 { .. } => {
+                let stat = fs::read_to_string(leaf.join("cpu.stat")).ok()?;
+                ("tasks", stat_field(&stat, "throttled_time")?)
+            }
+            Layout::V2 { .. } => {
+                let stat = fs::read_to_string(leaf.join("cpu.stat")).ok()?;
+                (
+                    "cgroup.threads",
+                    stat_field(&stat, "throttled_usec")? * 1000,
+                )
+            }
+        };
+        let threads = fs::read_to_string(leaf.join(threads_file)).ok()?;
+        let waits = threads
+            .lines()
+            .filter_map(|tid| tid.trim().parse::<u32>().ok())
+            .filter_map(|tid| {
+                // Fields: time on a CPU, time waiting on a run queue, slices (ns).
+                let schedstat = fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?;
+                let wait = schedstat.split_whitespace().nth(1)?.parse().ok()?;
+                Some((tid, wait))
+            })
+            .collect();
+        Some(WaitSample { waits, throttled })
+    }
+
+    /// Removes the container's cgroup (if the runtime left it) and the
+    /// parent, in every hierarchy. A folder already gone is fine.
+    pub(crate) fn remove(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        for hierarchy in &self.cgroups.hierarchies {
+            if let Err(e) = remove_tree(&self.dir(hierarchy)) {
+                problems.push(format!("{}: {e}", self.dir(hierarchy).display()));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("cannot remove cgroup {}", problems.join("; ")))
+        }
+    }
+
+    fn cpu_hierarchy(&self) -> &Path {
+        match &self.cgroups.layout {
+            Layout::V1 { cpu, .. } => cpu,
+            Layout::V2 { root } => root,
+        }
+    }
+
+    fn dir(&self, hierarchy: &Path) -> PathBuf {
+        hierarchy.join(&self.relative)
+    }
+
+    fn leaf(&self, hierarchy: &Path, id: &str) -> PathBuf {
+        self.dir(hierarchy).join(id)
+    }
+}
+
+/// `rmdir` of a cgroup folder and its sub-folders, deepest first. cgroup
+/// folders hold only kernel files, which go with the folder.
+fn remove_tree(top: &Path) -> io::Result<()> {
+    let entries = match fs::read_dir(top) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_tree(&entry.path())?;
+        }
+    }
+    match fs::remove_dir(top) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+fn stat_field(stat: &str, key: &str) -> Option<u64> {
+    stat.lines().find_map(|line| {
+        let (name, value) = line.split_once(' ')?;
+        (name == key).then(|| value.trim().parse().ok()).flatten()
+    })
+}
+
+/// Mount paths in mountinfo escape space, tab, newline and backslash as octal.
+fn unescape_mount_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut rest = path;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let code = rest.get(at + 1..at + 4);
+        match code.and_then(|c| u8::from_str_radix(c, 8).ok()) {
+            Some(byte) => {
+                out.push(byte as char);
+                rest = &rest[at + 4..];
+            }
+            None => {
+                out.push('\\');
+                rest = &rest[at + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HYBRID: &str = "\
+33 25 0:29 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755
+34 33 0:30 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw
+35 33 0:31 / /sys/fs/cgroup/systemd rw,nosuid - cgroup cgroup rw,xattr,name=systemd
+36 33 0:32 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid - cgroup cgroup rw,cpu,cpuacct
+37 33 0:33 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory
+38 33 0:34 /docker/abc /sys/fs/cgroup/pids rw,nosuid - cgroup cgroup rw,pids
+";
+
+    #[test]
+    fn v1_hierarchies_are_found_and_namespaced_ones_skipped() {
+        let cgroups = Cgroups::from_mountinfo(HYBRID, Some("1")).unwrap();
+        let Layout::V1 {
+            cpuacct,
+            cpu,
+            memory,
+        } = &cgroups.layout
+        else {
+            panic!("v1 expected");
+        };
+        assert_eq!(cpuacct, Path::new("/sys/fs/cgroup/cpu,cpuacct"));
+        assert_eq!(cpu, cpuacct);
+        assert_eq!(memory, Path::new("/sys/fs/cgroup/memory"));
+        // The pids hierarchy is mounted from a sub-tree: not the engine's view.
+        assert!(!cgroups.hierarchies.iter().any(|h| h.ends_with("pids")));
+        assert_eq!(cgroups.hierarchies.len(), 4);
+        let invocation = cgroups.invocation("progscore-docker-1-ab", "progscore-cd-0");
+        assert_eq!(
+            invocation.parent(),
+            "/progscore/progscore-docker-1-ab/progscore-cd-0"
+        );
+    }
+
+    #[test]
+    fn v2_and_missing_controllers() {
+        let v2 = "30 25 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+        let cgroups = Cgroups::from_mountinfo(v2, Some("2")).unwrap();
+        assert!(matches!(cgroups.layout, Layout::V2 { .. }));
+        assert!(Cgroups::from_mountinfo(v2, Some("1")).is_none());
+    }
+
+    #[test]
+    fn waits_beyond_the_quota_are_summed_over_threads() {
+        let earlier = WaitSample {
+            waits: HashMap::from([(1, 100), (2, 0)]),
+            throttled: 0,
+        };
+        let later = WaitSample {
+            waits: HashMap::from([(1, 600), (2, 300), (3, 50)]),
+            throttled: 200,
+        };
+        assert_eq!(later.excess_since(&earlier), Duration::from_nanos(650));
+        assert_eq!(unescape_mount_path(r"/a\040b"), "/a b");
+    }
+}

@@ -1,0 +1,153 @@
+//! Whether the engine answers, and waiting for it when it does not.
+//!
+//! A request that fails below HTTP (connection refused, reset, timed out) may
+//! mean the engine is gone. The engine is then pinged; if it does not answer,
+//! it is down: calls wait for it (probing with backoff) instead of failing one
+//! program after another, and invocations it dropped run again once it is
+//! back. Past the outage wait, counted from the first failure, every waiting
+//! call gives up with one clear message.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bollard::Docker;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::cause;
+
+/// First pause between probes of an engine that is down; doubled up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How long one probe may take.
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(crate) struct EngineHealth {
+    /// The engine's address, for messages (`unix:///var/run/docker.sock`).
+    endpoint: String,
+    outage_wait: Duration,
+    down: Mutex<Option<Outage>>,
+}
+
+#[derive(Clone)]
+struct Outage {
+    since: Instant,
+    cause: String,
+}
+
+/// Why a wait for the engine ended without it.
+pub(crate) enum Unavailable {
+    /// The outage wait ran out; the message says where and why.
+    GaveUp(String),
+    /// The call was cancelled meanwhile.
+    Cancelled,
+}
+
+impl EngineHealth {
+    pub(crate) fn new(endpoint: String, outage_wait: Duration) -> Self {
+        EngineHealth {
+            endpoint,
+            outage_wait,
+            down: Mutex::new(None),
+        }
+    }
+
+    /// Whether the engine is known to be down.
+    pub(crate) fn is_down(&self) -> bool {
+        self.lock().is_some()
+    }
+
+    /// After a transport-level failure: pings the engine; if it does not
+    /// answer, marks it down and returns `true`.
+    pub(crate) async fn confirm_outage(&self, docker: &Docker, cause: &str) -> bool {
+        if self.is_down() {
+            return true;
+        }
+        match ping(docker).await {
+            Ok(()) => false,
+            Err(ping_error) => {
+                let mut down = self.lock();
+                if down.is_none() {
+                    tracing::warn!(
+                        "the Docker engine at {} stopped answering ({cause}; ping: {ping_error}); \
+                         waiting up to {:?} for it",
+                        self.endpoint,
+                        self.outage_wait
+                    );
+                    *down = Some(Outage {
+                        since: Instant::now(),
+                        cause: ping_error,
+                    });
+                }
+                true
+            }
+        }
+    }
+
+    /// Returns once the engine answers, or gives up when the outage has lasted
+    /// the outage wait. Returns at once when the engine is not known to be down.
+    pub(crate) async fn wait_until_up(
+        &self,
+        docker: &Docker,
+        cancel: &CancellationToken,
+    ) -> Result<(), Unavailable> {
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let Some(outage) = self.lock().clone() else {
+                return Ok(());
+            };
+            match ping(docker).await {
+                Ok(()) => {
+                    let mut down = self.lock();
+                    if down.is_some() {
+                        tracing::warn!(
+                            "the Docker engine at {} answers again after {:.1?}",
+                            self.endpoint,
+                            outage.since.elapsed()
+                        );
+                        *down = None;
+                    }
+                    return Ok(());
+                }
+                Err(cause) => {
+                    if let Some(current) = self.lock().as_mut() {
+                        current.cause = cause;
+                    }
+                }
+            }
+            let give_up = outage.since + self.outage_wait;
+            if Instant::now() >= give_up {
+                let cause = self
+                    .lock()
+                    .as_ref()
+                    .map(|o| o.cause.clone())
+                    .unwrap_or(outage.cause);
+                return Err(Unavailable::GaveUp(format!(
+                    "cannot reach the Docker engine at {}: {cause} (waited {:?} for it to come back)",
+                    self.endpoint, self.outage_wait
+                )));
+            }
+            let pause = backoff.min(give_up.saturating_duration_since(Instant::now()));
+            tokio::select! {
+                () = cancel.cancelled() => return Err(Unavailable::Cancelled),
+                () = tokio::time::sleep(pause) => {}
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Outage>> {
+        // A flag and a timestamp: consistent even if a holder panicked.
+        self.down
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+async fn ping(docker: &Docker) -> Result<(), String> {
+    match tokio::time::timeout(PING_TIMEOUT, docker.ping()).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(cause(&e)),
+        Err(_) => Err(format!("no answer within {PING_TIMEOUT:?}")),
+    }
+}

@@ -1,0 +1,244 @@
+//! When a wall-clock timeout proves something about the program.
+//!
+//! A program's wall-clock limit is the time it may take on a machine that
+//! gives it the CPU its profile promises. On a machine running more programs
+//! than it has CPUs (or beside other load) a program can be kept waiting for a
+//! CPU while ready to run; that time is the machine's, not the program's. So
+//! every backend applies the same rule, from what it can measure:
+//!
+//! 1. **Fair time.** The program's clock is wall time minus the time its
+//!    threads waited for a CPU beyond their own CPU quota (summed over
+//!    threads, which errs towards more time, never less). When the wall
+//!    limit fires, the program gets the time it lost, again and again, until
+//!    it has had its limit in fair time, or its window reaches
+//!    [`MAX_STRETCH`] times the limit.
+//! 2. **Proven.** A timeout is proven when the program had (nearly, see
+//!    [`FAIR_SHARE`]) its limit in fair time, or used nearly its promised CPU
+//!    (`min(cpus, 1)` × the limit: one busy thread's worth), unless it was
+//!    still writing output at the end while using less CPU than that (a busy
+//!    reader may have held it up, and that is not measured).
+//! 3. **Otherwise** the timeout is not proven. The backend runs the invocation
+//!    again with no other program of its own beside it, under the same rule;
+//!    if even then it is not proven, it stays unconfirmed and decides
+//!    nothing. Without measurements, a timeout is proven when the backend ran
+//!    no more programs than CPUs, or when the program ran alone.
+//!
+//! A CPU-time limit (`limits.cpu_time`) does not depend on load: exceeding it
+//! is always proven.
+
+use std::time::Duration;
+
+/// Share of its limit a program must have had in fair time (or of its
+/// promised CPU it must have used) for its timeout to be proven. A program
+/// that needs within this margin of its limit may be judged either way, as on
+/// any judge whose clock has jitter.
+pub const FAIR_SHARE: f64 = 0.9;
+
+/// How far a program's window may stretch to make up for time lost to
+/// contention, as a multiple of its wall-clock limit; past it, the timeout
+/// is confirmed by running alone.
+pub const MAX_STRETCH: u32 = 4;
+
+/// What a backend measured about a program over its window, as far as it can.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CpuWindow {
+    /// The program's wall-clock limit.
+    pub limit: Duration,
+    /// Its window: from its start to the moment it was stopped.
+    pub elapsed: Duration,
+    /// CPU time it used in the window, if measured.
+    pub cpu: Option<Duration>,
+    /// Time its threads waited for a CPU while ready to run, beyond its own
+    /// CPU quota, if measured.
+    pub cpu_wait: Option<Duration>,
+    /// Whether it was writing output near the end of the window.
+    pub output_active: bool,
+    /// Whether more programs than CPUs were running beside it (the backend's
+    /// own count; used when nothing else was measured).
+    pub oversubscribed: bool,
+}
+
+/// The verdict on a wall-clock timeout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TimeoutProof {
+    /// The timeout says something about the program.
+    Proven,
+    /// Run it again alone before believing it; the text says why.
+    Confirm(String),
+    /// Not proven even alone; the text says what was measured.
+    Unconfirmed(String),
+}
+
+/// More time for a program whose wall-clock limit fired after `elapsed` of
+/// which it spent `cpu_wait` waiting for a CPU: what it lost, within
+/// [`MAX_STRETCH`]. `None` when it has had its limit in fair time, or when
+/// its window cannot stretch further.
+pub fn fair_extension(limit: Duration, elapsed: Duration, cpu_wait: Duration) -> Option<Duration> {
+    let fair = elapsed.saturating_sub(cpu_wait);
+    if fair.as_secs_f64() >= FAIR_SHARE * limit.as_secs_f64() {
+        return None;
+    }
+    let room = (limit * MAX_STRETCH).saturating_sub(elapsed);
+    let more = limit.saturating_sub(fair).min(room);
+    (!more.is_zero()).then_some(more)
+}
+
+impl CpuWindow {
+    /// Applies the rule above. `cpus` is the profile's CPU quota; `alone` is
+    /// whether no other program of the backend ran beside this one.
+    pub fn judge(&self, cpus: f64, alone: bool) -> TimeoutProof {
+        let promised = self.limit.mul_f64(cpus.clamp(0.0, 1.0));
+        let got_its_cpu = self
+            .cpu
+            .is_some_and(|cpu| cpu.as_secs_f64() >= FAIR_SHARE * promised.as_secs_f64());
+        if got_its_cpu {
+            return TimeoutProof::Proven;
+        }
+        let had_its_time = self.cpu_wait.map(|wait| {
+            self.elapsed.saturating_sub(wait).as_secs_f64() >= FAIR_SHARE * self.limit.as_secs_f64()
+        });
+        let fair = match had_its_time {
+            Some(had) => had && !self.output_active,
+            None => !self.oversubscribed && !self.output_active,
+        };
+        if fair || (alone && had_its_time != Some(false)) {
+            return TimeoutProof::Proven;
+        }
+        let why = if had_its_time == Some(true) {
+            format!(
+                "it was still writing output, which a busy reader can hold up ({})",
+                self.describe(promised)
+            )
+        } else if had_its_time.is_none() {
+            format!(
+                "more programs than CPUs were running ({})",
+                self.describe(promised)
+            )
+        } else {
+            self.describe(promised)
+        };
+        let what = format!(
+            "it was stopped at its {} ms limit after {} ms",
+            self.limit.as_millis(),
+            self.elapsed.as_millis()
+        );
+        if alone {
+            TimeoutProof::Unconfirmed(format!(
+                "{what}, and even running alone it {why}; the machine is too busy to tell a slow \
+                 program from a starved one"
+            ))
+        } else {
+            TimeoutProof::Confirm(format!("{what} while the machine was busy: it {why}"))
+        }
+    }
+
+    fn describe(&self, promised: Duration) -> String {
+        let mut parts = Vec::new();
+        if let Some(cpu) = self.cpu {
+            parts.push(format!(
+                "got {} ms of CPU of the {} ms its profile promises",
+                cpu.as_millis(),
+                promised.as_millis()
+            ));
+        }
+        if let Some(wait) = self.cpu_wait {
+            parts.push(format!("waited {} ms for a CPU", wait.as_millis()));
+        }
+        if parts.is_empty() {
+            "could not be measured".into()
+        } else {
+            parts.join(" and ")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    fn window(elapsed: u64, cpu: Option<u64>, wait: Option<u64>) -> CpuWindow {
+        CpuWindow {
+            limit: ms(1000),
+            elapsed: ms(elapsed),
+            cpu: cpu.map(ms),
+            cpu_wait: wait.map(ms),
+            output_active: false,
+            oversubscribed: true,
+        }
+    }
+
+    #[test]
+    fn time_lost_to_contention_is_given_back_within_the_stretch() {
+        // Had its second, less 10%: done.
+        assert_eq!(fair_extension(ms(1000), ms(1000), ms(50)), None);
+        // Lost 600 ms of its first second: it gets them back.
+        assert_eq!(fair_extension(ms(1000), ms(1000), ms(600)), Some(ms(600)));
+        // Near the stretch, only what is left of it.
+        assert_eq!(fair_extension(ms(1000), ms(3800), ms(3000)), Some(ms(200)));
+        assert_eq!(fair_extension(ms(1000), ms(4000), ms(3500)), None);
+    }
+
+    #[test]
+    fn a_spinner_that_got_its_cpu_is_proven_under_any_load() {
+        assert_eq!(
+            window(1000, Some(950), Some(600)).judge(1.0, false),
+            TimeoutProof::Proven
+        );
+        // Half a core promised, half a core used: its quota, not the machine, stopped it.
+        assert_eq!(
+            window(1000, Some(480), Some(0)).judge(0.5, false),
+            TimeoutProof::Proven
+        );
+    }
+
+    #[test]
+    fn a_program_that_had_its_time_in_fair_time_is_proven() {
+        // A sleeper: no CPU, no wait.
+        assert_eq!(
+            window(1000, Some(30), Some(5)).judge(1.0, false),
+            TimeoutProof::Proven
+        );
+        // Starved, then given back what it lost.
+        assert_eq!(
+            window(2500, Some(700), Some(1500)).judge(1.0, false),
+            TimeoutProof::Proven
+        );
+    }
+
+    #[test]
+    fn a_program_starved_past_the_stretch_is_confirmed_alone_then_unconfirmed() {
+        let starved = window(4000, Some(400), Some(3500));
+        let TimeoutProof::Confirm(why) = starved.judge(1.0, false) else {
+            panic!("a starved program must be confirmed");
+        };
+        assert!(
+            why.contains("got 400 ms of CPU") && why.contains("waited 3500 ms"),
+            "{why}"
+        );
+        let TimeoutProof::Unconfirmed(why) = starved.judge(1.0, true) else {
+            panic!("still starved alone: not proven");
+        };
+        assert!(why.contains("even running alone"), "{why}");
+    }
+
+    #[test]
+    fn writing_output_at_the_end_needs_a_confirmation() {
+        let mut flood = window(1000, Some(300), Some(10));
+        flood.output_active = true;
+        assert!(matches!(flood.judge(1.0, false), TimeoutProof::Confirm(_)));
+        assert_eq!(flood.judge(1.0, true), TimeoutProof::Proven);
+    }
+
+    #[test]
+    fn without_measurements_only_oversubscription_decides() {
+        let mut blind = window(1000, None, None);
+        assert!(matches!(blind.judge(1.0, false), TimeoutProof::Confirm(_)));
+        assert_eq!(blind.judge(1.0, true), TimeoutProof::Proven);
+        blind.oversubscribed = false;
+        assert_eq!(blind.judge(1.0, false), TimeoutProof::Proven);
+    }
+}
