@@ -2,3 +2,4 @@
 
 mod run;
 mod score;
+mod signals;

@@ -100,6 +100,47 @@ fn a_bad_invocations_line_names_file_and_line() {
 }
 
 #[test]
+fn an_invocation_that_cannot_be_delivered_is_a_usage_error() {
+    let dir = Dir::new();
+    dir.write("square.py", SQUARE);
+    dir.write(
+        "cases.jsonl",
+        "{\"args\": [\"1\"]}\n{\"args\": [\"a\\u0000b\"]}\n",
+    );
+    let output = dir.run(&[
+        "run",
+        "--profile",
+        "python",
+        "--invocations",
+        "cases.jsonl",
+        "square.py",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(
+        message.contains("cases.jsonl") && message.contains("invocation 1: field `args[0]`"),
+        "{message}"
+    );
+    assert!(message.contains("NUL byte"), "{message}");
+    let many = serde_json::json!({"args": vec!["y".repeat(1000); 5000]});
+    dir.write("many.jsonl", many.to_string());
+    let output = dir.run(&[
+        "run",
+        "--profile",
+        "python",
+        "--invocations",
+        "many.jsonl",
+        "square.py",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("field `args`"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
 fn an_unknown_profile_is_a_usage_error() {
     let dir = Dir::new();
     dir.write("square.py", SQUARE);

@@ -382,3 +382,83 @@ unsafe extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, signal: i32) -> i32;
 }
+
+/// A profile whose image is not present is refused before anything runs:
+/// its items are reported with the reason and the fix, nothing is stored for
+/// them, the other items are scored, and the exit status says so.
+#[test]
+fn items_of_a_profile_that_cannot_run_are_refused_before_anything_runs() {
+    let dir = Dir::new();
+    dir.edit_config(|mut config| {
+        config.push_str(
+            "\n[profiles.absent]\nbackend = \"docker\"\nimage = \"127.0.0.1:5000/python-sandbox@sha256:0000000000000000000000000000000000000000000000000000000000000000\"\ncommand = [\"python3\", \"-I\"]\n",
+        );
+        config
+    });
+    let absent = |id: &str| square_item(id, "9").replace("\"python\"", "\"absent\"");
+    let text = [
+        square_item("good", "9"),
+        absent("absent-1"),
+        absent("absent-2"),
+        absent("absent-3"),
+    ]
+    .join("\n");
+    dir.write("batch.jsonl", text);
+    let output = dir.run(&["score", "batch.jsonl"]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let errors = stderr(&output);
+    assert!(
+        errors.contains("profile `absent` cannot run here")
+            && errors.contains("never pulls images")
+            && errors.contains("3 item(s) of it not scored"),
+        "{errors}"
+    );
+    let results = result_lines(&stdout(&output));
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["id"], "good");
+    let scores = dir.run(&["scores", "list"]);
+    let listed = stdout(&scores);
+    assert!(
+        listed.contains("good") && !listed.contains("absent-"),
+        "{listed}"
+    );
+}
+
+/// Undetermined verdicts are summed up by kind, never one line per container.
+#[test]
+fn the_summary_groups_undetermined_reasons_by_kind() {
+    let dir = Dir::new();
+    dir.edit_config(|config| config.replace("output = \"64KiB\"", "output = \"8B\""));
+    let flood = |i: usize| {
+        serde_json::json!({
+            "id": format!("flood-{i}"),
+            "program": format!("# {i}\nprint('x' * 100)\n"),
+            "expectation": {"conditions": [{"program_behaves": {"profile": "python", "cases": [
+                {"invocation": {"args": []}, "expected": {"stdout": {"contains": "y"}}}]}}]},
+        })
+        .to_string()
+    };
+    dir.write(
+        "batch.jsonl",
+        (0..4).map(flood).collect::<Vec<_>>().join("\n"),
+    );
+    let output = dir.run(&["score", "batch.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let errors = stderr(&output);
+    assert!(errors.contains("undetermined, by reason:"), "{errors}");
+    let kinds: Vec<&str> = errors
+        .lines()
+        .skip_while(|l| !l.contains("undetermined, by reason:"))
+        .skip(1)
+        .collect();
+    assert_eq!(kinds.len(), 1, "{errors}");
+    assert!(
+        kinds[0]
+            .trim_start()
+            .starts_with("4  comparator could not decide"),
+        "{errors}"
+    );
+    for line in result_lines(&stdout(&output)) {
+        assert_eq!(line["reason_kind"], "comparator_undecided", "{line}");
+    }
+}

@@ -258,9 +258,12 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
 
 /// The profile an item's expectation names (validated items have one).
 fn profile_of(expectation: &ScoringExpectation) -> Option<&str> {
-    expectation.conditions.first().map(|condition| match condition {
-        Condition::ProgramBehaves(behaves) => behaves.profile.as_str(),
-    })
+    expectation
+        .conditions
+        .first()
+        .map(|condition| match condition {
+            Condition::ProgramBehaves(behaves) => behaves.profile.as_str(),
+        })
 }
 
 pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {

@@ -519,6 +519,9 @@ impl Inner {
     }
 
     fn keep_leftover(&self, leftover: Leftover) {
+        // Until it is removed, this owner's files must outlive it, so that
+        // the next progscore's sweep finds and removes it.
+        self.owner.keep_for_sweep();
         self.leftovers
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -36,6 +36,9 @@ pub struct Owner {
     dir: PathBuf,
     lock_path: PathBuf,
     _lock: File,
+    /// Set when things of this owner could not be removed (a container on an
+    /// engine that went away): its files then stay for the next sweep.
+    keep_for_sweep: std::sync::atomic::AtomicBool,
 }
 
 /// An owner that is provably gone, held locked while its leftovers are removed.
@@ -150,6 +153,7 @@ impl Owner {
             dir,
             lock_path,
             _lock: lock,
+            keep_for_sweep: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -161,6 +165,14 @@ impl Owner {
     /// The owner's private folder, for its workspaces.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Something of this owner could not be removed: when it is dropped, its
+    /// lock is released but its files stay, so that the next client's sweep
+    /// (which judges it dead by them) removes what it left.
+    pub fn keep_for_sweep(&self) {
+        self.keep_for_sweep
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Owners of `kind` under `root` that are provably gone, each held
@@ -217,6 +229,12 @@ impl Owner {
 
 impl Drop for Owner {
     fn drop(&mut self) {
+        if self
+            .keep_for_sweep
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
         // Everything in the folder belongs to calls that are over by now;
         // failing to remove it only leaves work for the next sweep.
         if let Err(e) = fs::remove_dir_all(&self.dir)
@@ -330,6 +348,19 @@ mod tests {
         }
         assert!(!dir.exists());
         assert_eq!(fs::read_dir(&root).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn an_owner_that_left_something_is_swept_after_it_ends() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().join("owners");
+        let owner = Owner::register(&root, "docker").unwrap();
+        let name = owner.name().to_string();
+        owner.keep_for_sweep();
+        drop(owner);
+        let dead = Owner::dead_owners(&root, "docker");
+        assert_eq!(dead.len(), 1);
+        assert_eq!(dead[0].name(), name);
     }
 
     #[test]

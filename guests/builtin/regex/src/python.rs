@@ -4,8 +4,8 @@
 //! The parser follows the grammar of CPython 3.11's `re` module (the same
 //! tokens, and Python's error messages), and the translation Python's
 //! matching rules: the classes `\w`, `\d`, `\s` and case-insensitive
-//! matching use CPython's own character tables ([`tables`], generated from CPython), not the engine's.
-//! Only what has an exact equivalent in a finite automaton is translated;
+//! matching use CPython's own character tables ([`tables`], generated from
+//! CPython), not the engine's. Only what has an exact equivalent in a finite automaton is translated;
 //! everything else is refused with the construct and its offset (offsets
 //! count characters of the pattern, as `re.error.pos` does).
 //!

@@ -1,0 +1,143 @@
+//! Termination signals leave nothing behind: batches stopped at random
+//! moments by SIGINT, SIGTERM and SIGHUP clean up and exit with 128 + the
+//! signal; after a SIGKILL, the next start removes what the killed process
+//! left before it runs anything.
+
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use progscore_e2e::{Dir, stderr};
+
+/// Items that each keep a container busy for a while.
+fn slow_batch(items: usize) -> String {
+    (0..items)
+        .map(|i| {
+            serde_json::json!({
+                "id": format!("slow-{i}"),
+                "program": format!("import time\n# {i}\ntime.sleep(0.6)\nprint(9)\n"),
+                "expectation": {"conditions": [{"program_behaves": {"profile": "python", "cases": [
+                    {"invocation": {"args": []}, "expected": {"stdout": {"equals": "9"}}}]}}]},
+            })
+            .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn start_batch(dir: &Dir) -> Child {
+    dir.command()
+        .args(["score", "batch.jsonl", "--jobs", "6"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start progscore")
+}
+
+/// Containers whose owner label names a client of process `pid`.
+fn containers_of(pid: u32) -> Vec<String> {
+    let output = std::process::Command::new("docker")
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            "label=progscore.owner",
+            "--format",
+            "{{.Names}} {{.Label \"progscore.owner\"}}",
+        ])
+        .output()
+        .expect("docker ps");
+    let prefix = format!("progscore-docker-{pid}-");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| {
+            line.split(' ')
+                .nth(1)
+                .is_some_and(|o| o.starts_with(&prefix))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// A deterministic spread of moments between 0.3 s and 3 s.
+fn moments(count: usize, mut seed: u64) -> Vec<Duration> {
+    (0..count)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            Duration::from_millis(300 + seed % 2700)
+        })
+        .collect()
+}
+
+fn send(child: &Child, signal: i32) {
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+#[test]
+fn batches_stopped_by_sigint_sigterm_and_sighup_leave_nothing_behind() {
+    let signals = [
+        (libc::SIGINT, 130),
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+    ];
+    let mut interrupted = 0;
+    for (round, after) in moments(20, 0x9e37_79b9_7f4a_7c15).into_iter().enumerate() {
+        let (signal, code) = signals[round % signals.len()];
+        let dir = Dir::new();
+        dir.write("batch.jsonl", slow_batch(24));
+        let child = start_batch(&dir);
+        let pid = child.id();
+        std::thread::sleep(after);
+        send(&child, signal);
+        let output = child.wait_with_output().expect("progscore exits");
+        let status = output.status.code();
+        // A batch that finished before the signal exits 0.
+        interrupted += usize::from(status == Some(code));
+        assert!(
+            status == Some(code) || status == Some(0),
+            "round {round}: signal {signal} after {after:?}: exit {status:?}\n{}",
+            stderr(&output)
+        );
+        assert_eq!(containers_of(pid), Vec::<String>::new(), "round {round}");
+        let left = dir.owner_leftovers();
+        assert!(left.is_empty(), "round {round}: left behind: {left:?}");
+    }
+    assert!(
+        interrupted >= 15,
+        "only {interrupted} of 20 batches were interrupted"
+    );
+}
+
+#[test]
+fn after_sigkill_the_next_start_removes_what_was_left() {
+    let mut left_by_kills = 0;
+    let mut containers_left = 0;
+    for (round, after) in moments(5, 0x2545_f491_4f6c_dd1d).into_iter().enumerate() {
+        let dir = Dir::new();
+        dir.write("batch.jsonl", slow_batch(24));
+        let mut child = start_batch(&dir);
+        let pid = child.id();
+        std::thread::sleep(after);
+        send(&child, libc::SIGKILL);
+        child.wait().expect("reaped");
+        // What a killed process leaves: its lock, its workspaces, containers.
+        left_by_kills += usize::from(!dir.owner_leftovers().is_empty());
+        containers_left += usize::from(!containers_of(pid).is_empty());
+        // The next start (any command that reaches the engine) sweeps first.
+        let doctor = dir.run(&["doctor"]);
+        assert_eq!(doctor.status.code(), Some(0), "{}", stderr(&doctor));
+        assert_eq!(containers_of(pid), Vec::<String>::new(), "round {round}");
+        let left = dir.owner_leftovers();
+        assert!(left.is_empty(), "round {round}: left behind: {left:?}");
+    }
+    assert_eq!(left_by_kills, 5, "every kill left something to sweep");
+    assert!(
+        containers_left >= 3,
+        "only {containers_left} kills left containers"
+    );
+}
