@@ -1,5 +1,10 @@
 //! The progscore binary, end to end, against the real engine.
 
+/// Profiles, programs and expectation builders shared with the scorer's own tests.
+#[path = "../../host/scoring/tests/common/mod.rs"]
+mod scoring_common;
+
 mod run;
 mod score;
+mod scorer;
 mod signals;

@@ -1,10 +1,12 @@
-//! The Docker implementation of [`SandboxClient`].
+//! The Docker implementation of [`SandboxClient`]: one call is a workspace,
+//! its invocations in order (each run again alone when its timeout must be
+//! confirmed, or after the engine came back), and the engine's readiness.
+//! One concern, kept whole: how a call survives the engine's faults.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bollard::query_parameters::{ListContainersOptionsBuilder, RemoveContainerOptionsBuilder};
 use bollard::{API_DEFAULT_VERSION, Docker};
 use progscore_sandbox::{
     Backend, BoxFuture, Invocation, InvocationEvent, Outcome, Owner, Preflight, ProgramRun,
@@ -17,8 +19,10 @@ use crate::cgroup::Cgroups;
 use crate::engine::{self, EngineFacts, EngineReport, ImageFacts, ProfileCheck};
 use crate::guard::cancel_pair;
 use crate::health::{EngineHealth, Unavailable};
-use crate::invocation::{self, InvocationContext, Leftover, Load, Next};
-use crate::options::{DockerOptions, OWNER_KIND, OWNER_LABEL};
+use crate::invocation::{self, InvocationContext, Leftover, Next};
+use crate::options::{DockerOptions, OWNER_KIND};
+use crate::schedule::{Load, Slot};
+use crate::sweep::{list_owned, sweep_dead_owners};
 use crate::workspace::Workspace;
 
 /// How many times one invocation runs again after the engine dropped it.
@@ -257,7 +261,12 @@ impl Inner {
                     facts,
                     cgroups,
                 };
-                self.sweep_dead_owners(&engine).await;
+                sweep_dead_owners(
+                    &self.options.owner_root,
+                    &engine.docker,
+                    engine.cgroups.as_ref(),
+                )
+                .await;
                 Ok(engine)
             })
             .await
@@ -548,86 +557,6 @@ impl Inner {
         }
         warnings
     }
-
-    /// Removes what progscore processes that are provably gone left behind:
-    /// their containers, cgroups and workspace folders. Owners are judged by
-    /// their lock in this client's owner root, never by a pid.
-    async fn sweep_dead_owners(&self, engine: &Engine) {
-        for dead in Owner::dead_owners(&self.options.owner_root, OWNER_KIND) {
-            let containers = match list_owned(&engine.docker, dead.name()).await {
-                Ok(containers) => containers,
-                Err(err) => {
-                    tracing::warn!(
-                        "cannot list the containers of dead owner {}: {err}",
-                        dead.name()
-                    );
-                    continue;
-                }
-            };
-            let mut clean = true;
-            for (id, name) in containers {
-                let options = RemoveContainerOptionsBuilder::new()
-                    .force(true)
-                    .v(true)
-                    .build();
-                match engine.docker.remove_container(&id, Some(options)).await {
-                    Ok(()) => tracing::warn!(
-                        "removed container {name} left by progscore process {}",
-                        dead.name()
-                    ),
-                    Err(err) => {
-                        clean = false;
-                        tracing::warn!(
-                            "cannot remove container {name} left by {}: {}",
-                            dead.name(),
-                            engine::describe(&err)
-                        );
-                    }
-                }
-            }
-            if let Some(cgroups) = &engine.cgroups
-                && let Err(e) = cgroups.remove_owner(dead.name())
-            {
-                clean = false;
-                tracing::warn!("{e}");
-            }
-            if clean && let Err(e) = dead.forget() {
-                tracing::warn!("{e}");
-            }
-        }
-    }
-}
-
-/// An invocation's place in the client's schedule.
-enum Slot<'a> {
-    Shared(#[allow(dead_code)] tokio::sync::RwLockReadGuard<'a, ()>),
-    Alone(#[allow(dead_code)] tokio::sync::RwLockWriteGuard<'a, ()>),
-}
-
-/// The containers (id, name) labelled with this owner.
-async fn list_owned(docker: &Docker, owner: &str) -> Result<Vec<(String, String)>, SandboxError> {
-    let filters = HashMap::from([("label".to_string(), vec![format!("{OWNER_LABEL}={owner}")])]);
-    let options = ListContainersOptionsBuilder::new()
-        .all(true)
-        .filters(&filters)
-        .build();
-    let containers = docker
-        .list_containers(Some(options))
-        .await
-        .map_err(engine::unavailable)?;
-    Ok(containers
-        .into_iter()
-        .filter_map(|c| {
-            let id = c.id?;
-            let name = c
-                .names
-                .unwrap_or_default()
-                .first()
-                .map(|n| n.trim_start_matches('/').to_string())
-                .unwrap_or_else(|| id.clone());
-            Some((id, name))
-        })
-        .collect())
 }
 
 fn sandbox_message(event: &InvocationEvent) -> String {

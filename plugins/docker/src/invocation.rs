@@ -9,27 +9,25 @@
 //! whether the program had exited or is killed and timed out. A stream that
 //! ends is not an exit: only the engine's wait or the state says the program
 //! ended.
+//!
+//! One concern, kept in one file: the order of these steps and what each
+//! failure means is the backend's core, and reads best in one place.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bollard::Docker;
-use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
 use bollard::models::ContainerInspectResponse;
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, InspectContainerOptions,
     KillContainerOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions,
-    WaitContainerOptions,
 };
-use futures_util::StreamExt;
 use progscore_sandbox::{
     CpuWindow, Invocation, InvocationEvent, Outcome, Provenance, ResourceUsage, RuntimeProfile,
     StreamCapture, TimeLimit, TimeoutProof, fair_extension,
 };
-use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -38,13 +36,11 @@ use crate::container::{Placement, container_spec};
 use crate::engine::{EngineFacts, ImageFacts, describe, is_transport_error};
 use crate::health::EngineHealth;
 use crate::options::{DockerOptions, OWNER_LABEL};
+use crate::schedule::Load;
+use crate::streams::{feed_and_drain, output_was_active, wait_for_exit};
 
 /// How often a CPU-time limit is checked against the cgroup's counter.
 const CPU_LIMIT_POLL: Duration = Duration::from_millis(20);
-/// Output seen this close to a limit (or within a tenth of the window)
-/// counts as "still writing".
-const OUTPUT_ACTIVE: Duration = Duration::from_millis(100);
-
 /// Everything an invocation needs from its call.
 pub(crate) struct InvocationContext<'a> {
     pub docker: &'a Docker,
@@ -87,31 +83,6 @@ pub(crate) enum Next {
 pub(crate) struct Leftover {
     pub container: String,
     pub cgroup: Option<InvocationCgroup>,
-}
-
-/// How many programs of this client are inside their window right now.
-#[derive(Debug, Default)]
-pub(crate) struct Load {
-    running: AtomicUsize,
-}
-
-struct Running<'a>(&'a Load);
-
-impl Load {
-    fn enter(&self) -> Running<'_> {
-        self.running.fetch_add(1, Ordering::SeqCst);
-        Running(self)
-    }
-
-    fn now(&self) -> usize {
-        self.running.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        self.0.running.fetch_sub(1, Ordering::SeqCst);
-    }
 }
 
 /// A failed engine request.
@@ -600,72 +571,6 @@ fn not_run() -> Observed {
     }
 }
 
-/// Feeds stdin (then closes it, so the program sees EOF) while draining both
-/// output streams, until the output ends.
-async fn feed_and_drain(
-    attached: bollard::container::AttachContainerResults,
-    stdin: Option<Vec<u8>>,
-    stdout: &mut StreamCapture,
-    stderr: &mut StreamCapture,
-    last_output: &std::sync::Mutex<Option<Instant>>,
-    name: &str,
-) -> Result<(), String> {
-    let mut input = attached.input;
-    let feed = async move {
-        if let Some(bytes) = stdin {
-            // A program may exit without reading its input: a failed write is
-            // its business, not a sandbox fault.
-            if let Err(err) = input.write_all(&bytes).await {
-                tracing::debug!("stdin write ended early: {err}");
-            }
-        }
-        let _closed = input.shutdown().await;
-    };
-    let mut output = attached.output;
-    let drain = async {
-        while let Some(chunk) = output.next().await {
-            let (capture, message) = match chunk {
-                Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message }) => {
-                    (&mut *stdout, message)
-                }
-                Ok(LogOutput::StdErr { message }) => (&mut *stderr, message),
-                Ok(LogOutput::StdIn { .. }) => continue,
-                Err(err) => {
-                    return Err(format!(
-                        "reading the output of container {name}: {}",
-                        describe(&err)
-                    ));
-                }
-            };
-            capture.push(&message);
-            if let Ok(mut last) = last_output.lock() {
-                *last = Some(Instant::now());
-            }
-        }
-        Ok(())
-    };
-    let ((), drained) = tokio::join!(feed, drain);
-    drained
-}
-
-/// Resolves when the engine reports that the container is no longer running.
-async fn wait_for_exit(docker: &Docker, name: &str) -> Result<(), BollardError> {
-    let mut wait = docker.wait_container(name, None::<WaitContainerOptions>);
-    match wait.next().await {
-        Some(Ok(_)) => Ok(()),
-        // bollard reports a non-zero exit as an error; the state says which.
-        Some(Err(BollardError::DockerContainerWaitError { .. })) => Ok(()),
-        Some(Err(err)) => Err(err),
-        // The connection closed without an answer: the engine may be gone.
-        None => Err(BollardError::IOError {
-            err: std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "the engine's wait ended without the container's exit",
-            ),
-        }),
-    }
-}
-
 /// Resolves when the program's CPU time reaches `limit`; never without a
 /// limit or a measurable cgroup (preflight refuses such profiles).
 async fn cpu_limit_reached(
@@ -685,15 +590,6 @@ async fn cpu_limit_reached(
             return;
         }
     }
-}
-
-fn output_was_active(last_output: &std::sync::Mutex<Option<Instant>>, window: Duration) -> bool {
-    let recent = OUTPUT_ACTIVE.max(window / 10);
-    last_output
-        .lock()
-        .ok()
-        .and_then(|last| *last)
-        .is_some_and(|last| last.elapsed() <= recent)
 }
 
 fn millis(duration: Duration) -> u64 {

@@ -21,6 +21,9 @@ mod guard;
 mod health;
 mod invocation;
 mod options;
+mod schedule;
+mod streams;
+mod sweep;
 mod workspace;
 
 pub use client::DockerClient;

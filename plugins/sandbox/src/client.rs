@@ -5,7 +5,7 @@ use std::pin::Pin;
 
 use thiserror::Error;
 
-use crate::invocation::{Invocation, InvocationError};
+use crate::invocation::{InvalidInvocation, Invocation};
 use crate::profile::RuntimeProfile;
 use crate::run::ProgramRun;
 
@@ -152,13 +152,8 @@ pub enum SandboxError {
     },
     /// An invocation cannot be delivered to a program as given (a NUL byte in
     /// an argument, arguments or stdin beyond the documented sizes).
-    #[error("invocation {index}: {error}")]
-    InvalidInvocation {
-        /// Which invocation, from 0.
-        index: usize,
-        /// What is wrong with it.
-        error: InvocationError,
-    },
+    #[error(transparent)]
+    InvalidInvocation(#[from] InvalidInvocation),
     /// Any other fault before the run started (workspace creation, ...).
     #[error("sandbox setup failed: {message}")]
     Setup {

@@ -61,6 +61,17 @@ pub struct InvocationError {
     pub message: String,
 }
 
+/// The first invocation of a list that cannot be delivered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invocation {index}: {error}")]
+pub struct InvalidInvocation {
+    /// Which invocation, from 0.
+    pub index: usize,
+    /// What is wrong with it.
+    #[source]
+    pub error: InvocationError,
+}
+
 impl Invocation {
     /// Checks that the invocation can be delivered exactly as given after
     /// `command` (the profile's command and the program's path): no argument

@@ -2,9 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,7 +16,9 @@ use tokio_util::sync::CancellationToken;
 use crate::artifact::{self, PreparedRuntime, WASMTIME_VERSION};
 use crate::guest::{GUEST_PROGRAM_PATH, GUEST_SCRATCH_DIR, GuestReply, GuestRequest, GuestRuntime};
 use crate::job::Job;
-use crate::worker::{WorkerCommand, WorkerPool};
+use crate::options::{Execution, WasiOptions};
+use crate::worker::WorkerPool;
+use crate::workspace::Workspace;
 
 /// Extra time the parent gives a worker beyond the profile's timeout before it
 /// declares the worker stuck (the worker enforces the deadline itself; this is
@@ -29,81 +29,6 @@ const WORKER_GRACE: Duration = Duration::from_secs(10);
 const GUEST_THREAD_STACK: usize = 16 << 20;
 /// Stack for threads that only talk to a worker process.
 const RELAY_THREAD_STACK: usize = 256 << 10;
-
-/// Where guests run.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Execution {
-    /// Each invocation on its own thread of this process, at most `parallelism`
-    /// at once. Simplest; slower in parallel (see the crate docs).
-    InProcess {
-        /// Invocations running at once.
-        parallelism: usize,
-    },
-    /// Each invocation in one of `workers` single-threaded worker processes.
-    Workers {
-        /// How to start a worker.
-        command: WorkerCommand,
-        /// Worker processes (and so invocations running at once).
-        workers: usize,
-    },
-}
-
-impl Execution {
-    /// Worker processes, one per available core.
-    pub fn workers(command: WorkerCommand) -> Self {
-        Execution::Workers {
-            command,
-            workers: available_cores(),
-        }
-    }
-
-    fn parallelism(&self) -> usize {
-        match self {
-            Execution::InProcess { parallelism } => *parallelism,
-            Execution::Workers { workers, .. } => *workers,
-        }
-        .max(1)
-    }
-}
-
-/// How a [`WasiClient`] runs guests and where it keeps files.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WasiOptions {
-    /// Compiled modules and verified stdlib copies (created 0700). Compiling
-    /// takes about a minute per module; everything after reuses this folder.
-    pub cache_dir: PathBuf,
-    /// The private folder (0700, created or checked) under which the client
-    /// registers its owner folder, where per-run workspaces (the program,
-    /// scratch folders) are created. Folders of progscore processes that
-    /// died are removed when a client starts.
-    pub owner_root: PathBuf,
-    /// In-process threads or worker processes.
-    pub execution: Execution,
-}
-
-impl WasiOptions {
-    /// Worker processes started by `command`, one per core; the cache in
-    /// `$XDG_CACHE_HOME/progscore/wasi` (or `~/.cache/progscore/wasi`);
-    /// workspaces under [`progscore_sandbox::default_owner_root`].
-    pub fn with_workers(command: WorkerCommand) -> Self {
-        WasiOptions {
-            cache_dir: default_cache_dir(),
-            owner_root: progscore_sandbox::default_owner_root(),
-            execution: Execution::workers(command),
-        }
-    }
-
-    /// Guests on threads of this process, one at a time per core.
-    pub fn in_process() -> Self {
-        WasiOptions {
-            cache_dir: default_cache_dir(),
-            owner_root: progscore_sandbox::default_owner_root(),
-            execution: Execution::InProcess {
-                parallelism: available_cores(),
-            },
-        }
-    }
-}
 
 /// Runs `backend = "wasi"` profiles: CPython compiled to WASI, in wasmtime.
 ///
@@ -536,55 +461,6 @@ fn run_local(
     reply
 }
 
-/// A private folder per `execute` call: `program/main.py` and one scratch
-/// folder per invocation. Removed by [`Workspace::close`], or by `Drop` when the
-/// call is cancelled.
-struct Workspace {
-    dir: tempfile::TempDir,
-}
-
-impl Workspace {
-    fn create(root: &Path, program: &[u8]) -> Result<Self, SandboxError> {
-        let setup = |what: &str, e: std::io::Error| SandboxError::Setup {
-            message: format!("could not {what} in {}: {e}", root.display()),
-        };
-        // TempDir folders are 0700: other users cannot read or swap the program.
-        let dir = tempfile::Builder::new()
-            .prefix("progscore-wasi-")
-            .tempdir_in(root)
-            .map_err(|e| setup("create a workspace", e))?;
-        let program_dir = dir.path().join("program");
-        artifact::create_private_dir(&program_dir)
-            .map_err(|e| setup("create the program folder", e))?;
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o444)
-            .open(program_dir.join("main.py"))
-            .map_err(|e| setup("write the program", e))?;
-        file.write_all(program)
-            .map_err(|e| setup("write the program", e))?;
-        Ok(Workspace { dir })
-    }
-
-    fn program_dir(&self) -> PathBuf {
-        self.dir.path().join("program")
-    }
-
-    fn scratch(&self, index: usize) -> std::io::Result<PathBuf> {
-        let dir = self.dir.path().join(format!("scratch-{index}"));
-        artifact::create_private_dir(&dir)?;
-        Ok(dir)
-    }
-
-    fn close(self) -> Result<(), String> {
-        let path = self.dir.path().to_path_buf();
-        self.dir
-            .close()
-            .map_err(|e| format!("could not remove the workspace {}: {e}", path.display()))
-    }
-}
-
 fn sandbox_error_event(message: String) -> InvocationEvent {
     InvocationEvent {
         outcome: Outcome::SandboxError { message },
@@ -594,17 +470,4 @@ fn sandbox_error_event(message: String) -> InvocationEvent {
         usage: None,
         provenance: None,
     }
-}
-
-fn available_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-fn default_cache_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("progscore").join("wasi")
 }

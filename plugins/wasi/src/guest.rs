@@ -9,20 +9,19 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use progscore_sandbox::{
-    ByteString, CapturedStream, CpuWindow, Limits, Outcome, ResourceUsage, TimeLimit, TimeoutProof,
-    fair_extension,
-};
+use progscore_sandbox::{ByteString, CapturedStream, CpuWindow, Limits, Outcome, ResourceUsage};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use wasmtime::{
-    Config, Engine, InstancePre, Linker, Module, ResourceLimiter, Store, Trap, UpdateDeadline,
+    Config, Engine, InstancePre, Linker, Module, ResourceLimiter, Store, UpdateDeadline,
 };
 use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::pipe::MemoryInputPipe;
-use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::capture::CapturePipe;
+use crate::clock::{ProgramClock, Stop, lock, millis};
+use crate::outcome::classify;
 
 /// Where the stdlib folder appears in the guest. CPython's WASI build looks for
 /// `/usr/local/lib/python315.zip` (its compiled-in prefix).
@@ -344,108 +343,6 @@ pub(crate) struct GuestState {
     clock: Option<Arc<Mutex<ProgramClock>>>,
 }
 
-/// Why the host interrupted a guest.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Stop {
-    Deadline,
-    CpuLimit,
-    Cancelled,
-}
-
-/// The program's limits, counted from its start on the thread running it
-/// (guests run on the thread that polls them, and so does the host timer).
-struct ProgramClock {
-    started: Instant,
-    limit: Duration,
-    /// When the wall limit fires; moved later by the time the guest waited
-    /// for a CPU (see `progscore_sandbox::timing`).
-    deadline: Instant,
-    cpu_limit: Option<Duration>,
-    cpu_at_start: Option<Duration>,
-    wait_at_start: Option<Duration>,
-}
-
-impl ProgramClock {
-    fn start(limits: &Limits) -> ProgramClock {
-        let started = Instant::now();
-        ProgramClock {
-            started,
-            limit: limits.timeout(),
-            deadline: started + limits.timeout(),
-            cpu_limit: limits.cpu_time(),
-            cpu_at_start: thread_cpu_time(),
-            wait_at_start: thread_cpu_wait(),
-        }
-    }
-
-    fn limit_reached(&mut self) -> Option<Stop> {
-        if Instant::now() >= self.deadline && !self.extend() {
-            return Some(Stop::Deadline);
-        }
-        let limit = self.cpu_limit?;
-        (self.cpu_used()? >= limit).then_some(Stop::CpuLimit)
-    }
-
-    /// At the deadline: gives back the time the guest waited for a CPU, if
-    /// any is owed. Returns whether the deadline moved.
-    fn extend(&mut self) -> bool {
-        let Some(wait) = self.wait_since_start() else {
-            return false;
-        };
-        match fair_extension(self.limit, self.started.elapsed(), wait) {
-            Some(more) => {
-                self.deadline = Instant::now() + more;
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// CPU time of this thread (the guest's) since the program started.
-    fn cpu_used(&self) -> Option<Duration> {
-        Some(thread_cpu_time()?.saturating_sub(self.cpu_at_start?))
-    }
-
-    fn wait_since_start(&self) -> Option<Duration> {
-        Some(thread_cpu_wait()?.saturating_sub(self.wait_at_start?))
-    }
-}
-
-fn lock(clock: &Mutex<ProgramClock>) -> std::sync::MutexGuard<'_, ProgramClock> {
-    // A few instants and durations: consistent even if a holder panicked.
-    clock
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// CPU time of the calling thread: guests run on the thread that polls them.
-fn thread_cpu_time() -> Option<Duration> {
-    let mut time = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec through a valid pointer.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut time) } == 0;
-    ok.then(|| {
-        Duration::new(
-            u64::try_from(time.tv_sec).unwrap_or(0),
-            u32::try_from(time.tv_nsec).unwrap_or(0),
-        )
-    })
-}
-
-/// How long the calling thread has waited for a CPU while ready to run.
-fn thread_cpu_wait() -> Option<Duration> {
-    // Fields: time on a CPU, time waiting on a run queue, slices (ns).
-    let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let wait = schedstat.split_whitespace().nth(1)?.parse().ok()?;
-    Some(Duration::from_nanos(wait))
-}
-
 /// Refuses linear-memory growth beyond the profile's cap and remembers that it did.
 ///
 /// Growth is refused, not trapped: the guest's `malloc` fails and CPython raises
@@ -495,90 +392,6 @@ async fn run_program(
     run.call_async(&mut *store, ()).await
 }
 
-/// Maps how the guest ended to an outcome.
-///
-/// - `run()` returned or `sys.exit(n)` (an [`I32Exit`] trap): `exited(n)`;
-/// - the deadline (epoch callback or the host-side timer) or fuel ran out:
-///   `timed_out`, unconfirmed when `proof` says the guest was starved; the
-///   CPU-time limit: `timed_out` with `limit: cpu`;
-/// - the memory cap refused a growth and the program then failed (exit 1, which
-///   is an uncaught `MemoryError`, or a trap): `memory_limit`;
-/// - any other trap: `exited(134)` (or 139 for stack exhaustion), like a native
-///   crash, with the trap kept as a note;
-/// - anything else (instantiation failed, a host error): `sandbox_error`.
-fn classify(
-    result: Option<wasmtime::Result<i32>>,
-    stop: Option<Stop>,
-    memory_hit: bool,
-    proof: Option<TimeoutProof>,
-) -> (Outcome, Option<String>) {
-    let exited = |code: i64| {
-        if memory_hit && code == 1 {
-            Outcome::MemoryLimit
-        } else {
-            Outcome::Exited { exit_code: code }
-        }
-    };
-    let wall_timeout = || Outcome::TimedOut {
-        limit: TimeLimit::Wall,
-        unconfirmed: match &proof {
-            Some(TimeoutProof::Confirm(why) | TimeoutProof::Unconfirmed(why)) => Some(why.clone()),
-            Some(TimeoutProof::Proven) | None => None,
-        },
-    };
-    let error = match result {
-        None => return (wall_timeout(), None),
-        Some(Ok(code)) => return (exited(i64::from(code)), None),
-        Some(Err(error)) => error,
-    };
-    if let Some(I32Exit(code)) = error.downcast_ref::<I32Exit>() {
-        return (exited(i64::from(*code)), None);
-    }
-    match stop {
-        Some(Stop::Deadline) => return (wall_timeout(), None),
-        Some(Stop::CpuLimit) => {
-            let limit = TimeLimit::Cpu;
-            return (
-                Outcome::TimedOut {
-                    limit,
-                    unconfirmed: None,
-                },
-                None,
-            );
-        }
-        Some(Stop::Cancelled) => {
-            let message = "cancelled".to_string();
-            return (Outcome::SandboxError { message }, None);
-        }
-        None => {}
-    }
-    match error.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => (
-            Outcome::timed_out(),
-            Some("the guest ran out of fuel".into()),
-        ),
-        Some(_) if memory_hit => (Outcome::MemoryLimit, Some(format!("{error:#}"))),
-        Some(trap) => {
-            let code = if *trap == Trap::StackOverflow {
-                EXIT_STACK_OVERFLOW
-            } else {
-                EXIT_TRAP
-            };
-            (
-                Outcome::Exited { exit_code: code },
-                Some(format!("the guest trapped: {error:#}")),
-            )
-        }
-        None if memory_hit => (Outcome::MemoryLimit, Some(format!("{error:#}"))),
-        None => (
-            Outcome::SandboxError {
-                message: format!("the WASI runtime failed: {error:#}"),
-            },
-            None,
-        ),
-    }
-}
-
 /// Ticks the engine's epoch until the engine is dropped. A plain thread holding
 /// only a weak reference, so it never keeps the engine alive.
 fn start_epoch_ticker(engine: &Engine) {
@@ -601,57 +414,4 @@ fn start_epoch_ticker(engine: &Engine) {
 
 pub(crate) fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exit_codes_and_memory() {
-        assert_eq!(
-            classify(Some(Ok(3)), None, false, None).0,
-            Outcome::Exited { exit_code: 3 }
-        );
-        assert_eq!(
-            classify(Some(Ok(1)), None, true, None).0,
-            Outcome::MemoryLimit
-        );
-        // A program that caught MemoryError and exited 0 is its own business.
-        assert_eq!(
-            classify(Some(Ok(0)), None, true, None).0,
-            Outcome::Exited { exit_code: 0 }
-        );
-        assert_eq!(
-            classify(None, None, false, Some(TimeoutProof::Proven)).0,
-            Outcome::timed_out()
-        );
-        let exit = wasmtime::Error::new(I32Exit(3));
-        assert_eq!(
-            classify(Some(Err(exit)), None, false, None).0,
-            Outcome::Exited { exit_code: 3 }
-        );
-        let interrupted = wasmtime::Error::new(Trap::Interrupt);
-        assert_eq!(
-            classify(
-                Some(Err(interrupted)),
-                Some(Stop::Deadline),
-                false,
-                Some(TimeoutProof::Confirm("busy".into()))
-            )
-            .0,
-            Outcome::TimedOut {
-                limit: TimeLimit::Wall,
-                unconfirmed: Some("busy".into())
-            }
-        );
-        let interrupted = wasmtime::Error::new(Trap::Interrupt);
-        assert_eq!(
-            classify(Some(Err(interrupted)), Some(Stop::CpuLimit), false, None).0,
-            Outcome::TimedOut {
-                limit: TimeLimit::Cpu,
-                unconfirmed: None
-            }
-        );
-    }
 }

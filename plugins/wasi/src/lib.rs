@@ -81,11 +81,16 @@
 mod artifact;
 mod capture;
 mod client;
+mod clock;
 mod guest;
 mod job;
+mod options;
+mod outcome;
 pub mod worker;
+mod workspace;
 
 pub use artifact::WASMTIME_VERSION;
-pub use client::{Execution, WasiClient, WasiOptions};
+pub use client::WasiClient;
 pub use guest::{GUEST_PROGRAM_PATH, GUEST_SCRATCH_DIR, GUEST_STDLIB_DIR, GUEST_STDLIB_NAME};
+pub use options::{Execution, WasiOptions};
 pub use worker::{WORKER_ENV, WorkerCommand};

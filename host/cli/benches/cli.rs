@@ -1,0 +1,303 @@
+//! The batch CLI, measured in one run against baselines:
+//!
+//! 1. `progscore score` on >= 100 generated programs vs the hardened
+//!    `docker run` loop (scripts/docker-run-loop.sh) with the same limits,
+//!    each at its best parallelism; the ratio (target >= 1.5x).
+//! 2. Peak RSS of `progscore score` and `progscore rescore` on a
+//!    10,000-item batch whose evidence is already stored (nothing runs),
+//!    beside the RSS of `progscore profiles` (target <= 150 MB).
+//!
+//! `cargo bench -p progscore --bench cli` (after scripts/setup.sh).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use progscore::comparators::WasmComparators;
+use progscore::config::Config;
+use progscore::session::load_comparators;
+use progscore_sandbox::SandboxClient;
+use progscore_sandbox::fake::{ScriptedClient, exited_event};
+use progscore_scoring::evidence::EvidenceStore;
+use progscore_scoring::{
+    OutputComparator, ProgramExecutionScorer, ProgramExecutionSource, ProgramInput, ScoreRequest,
+};
+
+const PROGRAMS: usize = 120;
+const BIG_BATCH: usize = 10_000;
+
+fn main() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let generated =
+        std::fs::read_to_string(repo.join("progscore.toml")).expect("run scripts/setup.sh");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config_path = dir.path().join("progscore.toml");
+    std::fs::write(
+        &config_path,
+        generated.replace("path = \"progscore.db\"", "path = \"bench.db\""),
+    )
+    .expect("config");
+
+    println!("progscore score vs hardened `docker run` loop, {PROGRAMS} programs");
+    throughput(&repo, dir.path(), &config_path);
+    println!();
+    println!("peak RSS, {BIG_BATCH}-item batch with stored evidence");
+    memory(dir.path(), &config_path);
+}
+
+fn item_line(i: usize, expected: &str) -> String {
+    let program = format!(
+        "import sys\\nn = int(sys.argv[1])\\nprint(sum(k * k for k in range(n)) % 1000 + {i})\\n"
+    );
+    format!(
+        r#"{{"id": "item-{i}", "program": "{program}", "expectation": {{"conditions": [{{"program_behaves": {{"profile": "python", "cases": [{{"invocation": {{"args": ["{}"], "stdin": null}}, "expected": {{"stdout": {{"equals": "{expected}"}}}}}}]}}}}]}}}}"#,
+        1000 + i
+    )
+}
+
+fn expected_output(i: usize) -> String {
+    let n = 1000 + i as u64;
+    ((0..n).map(|k| k * k).sum::<u64>() % 1000 + i as u64).to_string()
+}
+
+fn throughput(repo: &Path, dir: &Path, config: &Path) {
+    let batch: Vec<String> = (0..PROGRAMS)
+        .map(|i| item_line(i, &expected_output(i)))
+        .collect();
+    let mut best_cli = (0, Duration::MAX);
+    for jobs in [4, 6, 8] {
+        let wall = score_batch(dir, config, &batch[..40], jobs, &format!("probe-{jobs}"));
+        println!(
+            "  probe progscore score  --jobs {jobs}: {:.2}/s",
+            40.0 / wall.as_secs_f64()
+        );
+        if wall < best_cli.1 {
+            best_cli = (jobs, wall);
+        }
+    }
+    let image = Config::load(config)
+        .expect("config")
+        .profile("python")
+        .expect("python profile")
+        .image()
+        .expect("image")
+        .to_string();
+    let mut best_loop = (0, Duration::MAX);
+    for jobs in [4, 6, 8] {
+        let wall = docker_loop(repo, dir, &image, 40, jobs);
+        println!(
+            "  probe docker run loop  -P {jobs}:     {:.2}/s",
+            40.0 / wall.as_secs_f64()
+        );
+        if wall < best_loop.1 {
+            best_loop = (jobs, wall);
+        }
+    }
+    let score_wall = score_batch(dir, config, &batch, best_cli.0, "full");
+    let loop_wall = docker_loop(repo, dir, &image, PROGRAMS, best_loop.0);
+    let score_rate = PROGRAMS as f64 / score_wall.as_secs_f64();
+    let loop_rate = PROGRAMS as f64 / loop_wall.as_secs_f64();
+    println!(
+        "  {:<30} {:>5} {:>10} {:>12}",
+        "", "jobs", "wall (s)", "programs/s"
+    );
+    println!(
+        "  {:<30} {:>5} {:>10.2} {:>12.2}",
+        "progscore score (scored, stored)",
+        best_cli.0,
+        score_wall.as_secs_f64(),
+        score_rate
+    );
+    println!(
+        "  {:<30} {:>5} {:>10.2} {:>12.2}",
+        "docker run loop (run only)",
+        best_loop.0,
+        loop_wall.as_secs_f64(),
+        loop_rate
+    );
+    println!("  ratio: {:.2}x (target >= 1.5x)", score_rate / loop_rate);
+}
+
+/// Scores a batch into a fresh store (so everything runs); checks every verdict is true.
+fn score_batch(dir: &Path, config: &Path, lines: &[String], jobs: usize, tag: &str) -> Duration {
+    let batch = dir.join(format!("batch-{tag}.jsonl"));
+    std::fs::write(&batch, lines.join("\n")).expect("batch");
+    let _ = std::fs::remove_file(dir.join("bench.db"));
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_progscore"))
+        .arg("--config")
+        .arg(config)
+        .args(["score", "--jobs", &jobs.to_string(), "--fresh"])
+        .arg(&batch)
+        .stderr(Stdio::null())
+        .output()
+        .expect("progscore score");
+    let wall = started.elapsed();
+    assert!(output.status.success(), "score failed");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(text.lines().count(), lines.len());
+    assert!(
+        text.lines().all(|l| l.contains("\"value\":true")),
+        "a verdict was not true"
+    );
+    wall
+}
+
+fn docker_loop(repo: &Path, dir: &Path, image: &str, count: usize, jobs: usize) -> Duration {
+    let out = dir.join(format!("loop-{count}-{jobs}"));
+    std::fs::create_dir_all(&out).expect("out dir");
+    let mut list = String::new();
+    for i in 0..count {
+        let path = out.join(format!("p{i}.py"));
+        std::fs::write(&path, format!("import sys\nn = int(sys.argv[1])\nprint(sum(k * k for k in range(n)) % 1000 + {i})\n")).expect("program");
+        list.push_str(&format!("{} {} {i}\n", path.display(), 1000 + i));
+    }
+    let list_path = out.join("list");
+    std::fs::write(&list_path, list).expect("list");
+    let started = Instant::now();
+    let status = Command::new("bash")
+        .arg(repo.join("scripts/docker-run-loop.sh"))
+        .arg(image)
+        .arg(jobs.to_string())
+        .arg(&list_path)
+        .arg(&out)
+        .status()
+        .expect("docker run loop");
+    let wall = started.elapsed();
+    assert!(status.success());
+    for i in 0..count {
+        let printed = std::fs::read_to_string(out.join(format!("out-{i}"))).unwrap_or_default();
+        assert_eq!(printed.trim(), expected_output(i));
+    }
+    wall
+}
+
+fn memory(dir: &Path, config_path: &Path) {
+    // Stored evidence for every item, made through the real scorer with a
+    // scripted backend (it answers what the program would print).
+    let config = Config::load(config_path).expect("config");
+    let store_path = dir.join("big.db");
+    let _ = std::fs::remove_file(&store_path);
+    let store = Arc::new(EvidenceStore::open(&store_path).expect("store"));
+    let comparators: Arc<dyn OutputComparator> = Arc::new(WasmComparators(Arc::new(
+        load_comparators(&config).expect("comparators"),
+    )));
+    let python = config.profile("python").expect("python").clone();
+    let client = ScriptedClient::new(vec![python]).with_responder(|request| {
+        let index: usize = request.invocations[0].args[0]
+            .parse::<usize>()
+            .unwrap_or(1000)
+            - 1000;
+        Ok(vec![exited_event(
+            0,
+            format!("{}\n", expected_output(index)).as_bytes(),
+            b"",
+        )])
+    });
+    let client: Arc<dyn SandboxClient> = Arc::new(client);
+    let scorer = ProgramExecutionScorer::new(
+        ProgramExecutionSource::new(client, store.clone()),
+        comparators,
+    );
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let mut lines = Vec::with_capacity(BIG_BATCH);
+    let seeding = Instant::now();
+    runtime.block_on(async {
+        for i in 0..BIG_BATCH {
+            let line = item_line(i, &expected_output(i));
+            let item: serde_json::Value = serde_json::from_str(&line).expect("item");
+            let expectation =
+                serde_json::from_value(item["expectation"].clone()).expect("expectation");
+            let program = item["program"]
+                .as_str()
+                .expect("program")
+                .as_bytes()
+                .to_vec();
+            scorer
+                .score(
+                    ScoreRequest::new(ProgramInput::Inline(program), expectation)
+                        .item_id(format!("item-{i}")),
+                )
+                .await
+                .expect("seed score");
+            lines.push(line);
+        }
+    });
+    println!(
+        "  (seeded {BIG_BATCH} observations in {:.1} s)",
+        seeding.elapsed().as_secs_f64()
+    );
+    drop(scorer);
+    let big_config = dir.join("big.toml");
+    std::fs::write(
+        &big_config,
+        std::fs::read_to_string(config_path)
+            .unwrap()
+            .replace("path = \"bench.db\"", "path = \"big.db\""),
+    )
+    .expect("config");
+    let batch = dir.join("big.jsonl");
+    std::fs::write(&batch, lines.join("\n")).expect("batch");
+
+    let (baseline, _) = peak_rss(&big_config, &["profiles"]);
+    let (score_rss, score_wall) = peak_rss(
+        &big_config,
+        &["score", batch.to_str().unwrap(), "--out", "/dev/null"],
+    );
+    let (rescore_rss, rescore_wall) = peak_rss(
+        &big_config,
+        &["rescore", batch.to_str().unwrap(), "--out", "/dev/null"],
+    );
+    println!("  {:<44} {:>10} {:>10}", "", "peak RSS", "wall (s)");
+    println!(
+        "  {:<44} {:>7.1} MB {:>10}",
+        "progscore profiles (baseline: startup)",
+        mb(baseline),
+        "-"
+    );
+    println!(
+        "  {:<44} {:>7.1} MB {:>10.2}",
+        "progscore score, 10,000 items (all stored)",
+        mb(score_rss),
+        score_wall.as_secs_f64()
+    );
+    println!(
+        "  {:<44} {:>7.1} MB {:>10.2}",
+        "progscore rescore, 10,000 items",
+        mb(rescore_rss),
+        rescore_wall.as_secs_f64()
+    );
+    println!("  target: <= 150 MB");
+}
+
+fn mb(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// Runs progscore and returns its peak resident set (KiB, from wait4's
+/// rusage: exact, however short the process) and its wall time.
+fn peak_rss(config: &Path, args: &[&str]) -> (u64, Duration) {
+    let started = Instant::now();
+    // Reaped by wait4 below, which also yields the peak RSS.
+    #[allow(clippy::zombie_processes)]
+    let child = Command::new(env!("CARGO_BIN_EXE_progscore"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("progscore");
+    let mut status = 0;
+    // SAFETY: plain structs filled by the kernel for our own child, which std
+    // has not reaped (we never call wait on `child`).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let reaped = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, child.id() as i32, "wait4 failed");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "progscore {args:?} failed"
+    );
+    (usage.ru_maxrss as u64, started.elapsed())
+}

@@ -1,0 +1,170 @@
+//! Command-line surface: raw flags here, resolved into typed configuration
+//! once, then handed to one module per command.
+
+mod comparators;
+mod doctor;
+mod evidence;
+mod profiles;
+mod report;
+mod run;
+mod score;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use progscore::config::{Config, DEFAULT_CONFIG};
+
+/// Exit status: everything done.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: the work ran but something failed (refused run, failing verdict with --fail-on).
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status: usage or configuration error.
+pub const EXIT_ERROR: u8 = 2;
+/// Exit status: the sandbox could not run some items (a profile refused at
+/// preflight, an engine that stopped answering); nothing was stored for them.
+pub const EXIT_UNAVAILABLE: u8 = 3;
+
+/// Runs submitted programs in a hardened sandbox and scores what they do.
+#[derive(Debug, Parser)]
+#[command(name = "progscore", version, about)]
+pub struct Args {
+    /// The TOML config (profiles, comparators, store).
+    #[arg(long, global = true, env = "PROGSCORE_CONFIG", default_value = DEFAULT_CONFIG)]
+    pub config: PathBuf,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Score a batch (JSONL): run each program, check it, store the evidence.
+    Score(score::ScoreArgs),
+    /// Re-grade a batch from stored evidence only; report changed verdicts.
+    Rescore(score::RescoreArgs),
+    /// Score one stored observation against an expectation file; runs nothing.
+    Replay(evidence::ReplayArgs),
+    /// List or show stored observations.
+    Observations(evidence::ObservationsArgs),
+    /// List stored scores.
+    Scores(evidence::ScoresArgs),
+    /// Run a program under a profile and print the run as JSON (no scoring).
+    Run(run::RunArgs),
+    /// List the loaded comparators (built-in and configured).
+    Comparators(comparators::ComparatorsArgs),
+    /// Run one comparator by hand on a file's bytes.
+    Compare(comparators::CompareArgs),
+    /// List the configured profiles and their fingerprints.
+    Profiles(profiles::ProfilesArgs),
+    /// Check that every profile's backend is usable, and say why not.
+    Doctor(doctor::DoctorArgs),
+}
+
+/// A request to stop: SIGINT, SIGTERM or SIGHUP, and the exit status it gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Termination {
+    /// `SIGINT`, `SIGTERM` or `SIGHUP`.
+    pub name: &'static str,
+    /// 128 + the signal's number, as shells report it.
+    pub exit_code: u8,
+}
+
+/// The termination signals, caught from the moment this is built: what
+/// `timeout`, `docker stop`, systemd, Kubernetes and CI runners send must
+/// clean up like Ctrl-C does, not kill the process with its containers.
+pub struct Terminations {
+    interrupt: Option<tokio::signal::unix::Signal>,
+    terminate: Option<tokio::signal::unix::Signal>,
+    hangup: Option<tokio::signal::unix::Signal>,
+}
+
+impl Terminations {
+    /// Installs the handlers (within a tokio runtime).
+    pub fn install() -> Terminations {
+        use tokio::signal::unix::{SignalKind, signal};
+        Terminations {
+            interrupt: signal(SignalKind::interrupt()).ok(),
+            terminate: signal(SignalKind::terminate()).ok(),
+            hangup: signal(SignalKind::hangup()).ok(),
+        }
+    }
+
+    /// The next termination signal.
+    pub async fn next(&mut self) -> Termination {
+        async fn on(signal: &mut Option<tokio::signal::unix::Signal>) {
+            match signal {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            () = on(&mut self.interrupt) => Termination { name: "SIGINT", exit_code: 130 },
+            () = on(&mut self.terminate) => Termination { name: "SIGTERM", exit_code: 143 },
+            () = on(&mut self.hangup) => Termination { name: "SIGHUP", exit_code: 129 },
+        }
+    }
+
+    /// Waits for the first signal, records it and cancels `cancel`; a
+    /// second signal exits at once (what is left is swept by the next start).
+    pub fn cancel_on_signal(
+        mut self,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> (
+        tokio::task::JoinHandle<()>,
+        std::sync::Arc<std::sync::OnceLock<Termination>>,
+    ) {
+        let received = std::sync::Arc::new(std::sync::OnceLock::new());
+        let record = received.clone();
+        let task = tokio::spawn(async move {
+            let first = self.next().await;
+            let _ = record.set(first);
+            cancel.cancel();
+            let second = self.next().await;
+            eprintln!(
+                "progscore: {} again: exiting without waiting for cleanup",
+                second.name
+            );
+            std::process::exit(i32::from(second.exit_code));
+        });
+        (task, received)
+    }
+}
+
+/// WASI guests run in worker processes that are this executable again.
+pub fn wasi_workers() -> progscore::backends::WasiWorkers {
+    use progscore::backends::WasiWorkers;
+    match progscore_wasi::WorkerCommand::current_exe() {
+        Ok(command) => WasiWorkers::Command(command),
+        Err(_) => WasiWorkers::Auto,
+    }
+}
+
+pub async fn dispatch(args: Args) -> u8 {
+    let config = match Config::load(&args.config) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("progscore: {err}");
+            return EXIT_ERROR;
+        }
+    };
+    let result = match args.command {
+        Command::Score(a) => score::score(&config, a).await,
+        Command::Rescore(a) => score::rescore(&config, a).await,
+        Command::Replay(a) => evidence::replay(&config, a),
+        Command::Observations(a) => evidence::observations(&config, a),
+        Command::Scores(a) => evidence::scores(&config, a),
+        Command::Comparators(a) => comparators::list(&config, a),
+        Command::Compare(a) => comparators::compare(&config, a),
+        Command::Run(run_args) => run::run(&config, run_args).await,
+        Command::Profiles(profile_args) => profiles::run(&config, profile_args),
+        Command::Doctor(doctor_args) => doctor::run(&config, doctor_args).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("progscore: {err:#}");
+            EXIT_ERROR
+        }
+    }
+}

@@ -1,0 +1,386 @@
+//! [`ComparatorHost`]: the engine, the registered comparators, and calls.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use wasmtime::component::Linker;
+use wasmtime::{Engine, Store, Trap};
+
+use crate::cache::ComponentCache;
+use crate::guest::GuestState;
+use crate::runtime::{
+    Slots, cap_reason, new_engine, new_linker, run_now, sha256_hex, start_ticker,
+};
+use crate::{ComparatorError, ComparisonOutcome, ObservedStream};
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../../wit/comparator@0.1.0",
+        world: "comparator",
+        exports: { default: async },
+    });
+}
+
+use bindings::{Comparator, ComparatorPre};
+
+/// How often the deadline clock ticks; a call's deadline is met within one tick.
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Bytes of each pooled linear memory kept resident between calls.
+pub(crate) const KEEP_RESIDENT: usize = 2 << 20;
+
+/// Longest reason kept from a guest; a comparator's reason is for a human.
+pub(crate) const MAX_REASON_BYTES: usize = 4096;
+
+/// The WASI clock interface whose waiting functions are replaced (see
+/// [`deny_waiting`]). Tied to the WASI version of the pinned wasmtime-wasi.
+pub(crate) const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.12";
+
+/// Settings of a [`ComparatorHost`].
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// Where compiled comparators are cached; `None` compiles at every start.
+    pub cache_dir: Option<PathBuf>,
+    /// Wall-clock budget of one `validate` or `compare` call.
+    pub call_timeout: Duration,
+    /// Linear-memory cap of one call, in bytes.
+    pub memory_limit: usize,
+    /// Calls running at once; more wait for a free slot. Also sizes the
+    /// pooling allocator.
+    pub max_concurrent_calls: u32,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            cache_dir: HostOptions::default_cache_dir(),
+            call_timeout: Duration::from_secs(2),
+            memory_limit: 64 << 20,
+            max_concurrent_calls: 16,
+        }
+    }
+}
+
+impl HostOptions {
+    /// `$XDG_CACHE_HOME/progscore/comparators`, else
+    /// `$HOME/.cache/progscore/comparators`; `None` when neither is set.
+    pub fn default_cache_dir() -> Option<PathBuf> {
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|v| !v.is_empty())
+                    .map(|home| PathBuf::from(home).join(".cache"))
+            })?;
+        Some(base.join("progscore").join("comparators"))
+    }
+}
+
+/// Where a registered comparator came from. Serializes as
+/// `{"kind": "builtin"}` or `{"kind": "user", "path": "..."}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ComparatorSource {
+    /// Shipped inside progscore.
+    Builtin,
+    /// Loaded from a file pinned in the configuration.
+    User {
+        /// The file it was loaded from.
+        path: PathBuf,
+    },
+}
+
+/// A registered comparator, for listing. Serializes flat:
+/// `{"name": "equals", "kind": "builtin", "sha256": "..."}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ComparatorInfo {
+    /// The name expectations use.
+    pub name: String,
+    /// Built-in or user.
+    #[serde(flatten)]
+    pub source: ComparatorSource,
+    /// sha256 of the component, in hex.
+    pub sha256: String,
+}
+
+struct Registered {
+    info: ComparatorInfo,
+    pre: ComparatorPre<GuestState>,
+}
+
+/// Runs comparators. Create one per process, register the built-ins and the
+/// configured user comparators, then share it (`Arc`) between threads:
+/// `validate` and `compare` take `&self`, are synchronous CPU work bounded by
+/// [`HostOptions::call_timeout`], and never block on I/O (from async code, call
+/// them in `spawn_blocking` so a slow comparator does not stall the runtime).
+pub struct ComparatorHost {
+    engine: Engine,
+    linker: Linker<GuestState>,
+    cache: ComponentCache,
+    comparators: BTreeMap<String, Registered>,
+    options: HostOptions,
+    deadline_ticks: u64,
+    slots: Slots,
+    warnings: Vec<String>,
+}
+
+impl ComparatorHost {
+    /// Creates the engine (with its deadline ticker thread) and the WASI
+    /// linker. No comparator is registered yet.
+    pub fn new(options: HostOptions) -> Result<ComparatorHost, ComparatorError> {
+        let engine = new_engine(&options)?;
+        let linker = new_linker(&engine)?;
+        let cache = ComponentCache::new(&engine, options.cache_dir.clone())?;
+        start_ticker(engine.weak())?;
+        let deadline_ticks = options
+            .call_timeout
+            .as_millis()
+            .div_ceil(EPOCH_TICK.as_millis());
+        Ok(ComparatorHost {
+            slots: Slots::new(options.max_concurrent_calls.max(1)),
+            engine,
+            linker,
+            cache,
+            comparators: BTreeMap::new(),
+            deadline_ticks: u64::try_from(deadline_ticks).unwrap_or(u64::MAX).max(1),
+            options,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// Registers every built-in (`equals`, `contains`, `regex`, `json`,
+    /// `number`, `lines`), compiling them or loading them from the cache.
+    pub fn register_builtins(&mut self) -> Result<(), ComparatorError> {
+        for (name, bytes) in crate::guests::BUILTINS {
+            self.register(name, bytes, ComparatorSource::Builtin)?;
+        }
+        Ok(())
+    }
+
+    /// Registers the user comparator `name` from `path`, refusing the file
+    /// unless its sha256 is `expected_sha256` (hex, as in the configuration).
+    pub fn register_user(
+        &mut self,
+        name: &str,
+        path: impl AsRef<Path>,
+        expected_sha256: &str,
+    ) -> Result<(), ComparatorError> {
+        let path = path.as_ref();
+        let expected = expected_sha256.trim().to_ascii_lowercase();
+        if expected.len() != 64 || !expected.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(ComparatorError::BadPin {
+                name: name.to_string(),
+                pin: expected_sha256.to_string(),
+            });
+        }
+        if self.comparators.contains_key(name) {
+            return Err(ComparatorError::Duplicate(name.to_string()));
+        }
+        let bytes = std::fs::read(path).map_err(|source| ComparatorError::Read {
+            name: name.to_string(),
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let actual = sha256_hex(&bytes);
+        if actual != expected {
+            return Err(ComparatorError::PinMismatch {
+                name: name.to_string(),
+                path: path.to_path_buf(),
+                expected,
+                actual,
+            });
+        }
+        self.register(
+            name,
+            &bytes,
+            ComparatorSource::User {
+                path: path.to_path_buf(),
+            },
+        )
+    }
+
+    /// Names of the registered comparators, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.comparators.keys().map(String::as_str).collect()
+    }
+
+    /// The registered comparators, sorted by name.
+    pub fn comparators(&self) -> Vec<ComparatorInfo> {
+        self.comparators.values().map(|r| r.info.clone()).collect()
+    }
+
+    /// Problems that did not stop the host (e.g. a compiled comparator that
+    /// could not be written to the cache).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The options the host was created with.
+    pub fn options(&self) -> &HostOptions {
+        &self.options
+    }
+
+    /// Asks comparator `name` whether `params_json` are valid parameters.
+    pub fn validate(&self, name: &str, params_json: &str) -> Result<(), ComparatorError> {
+        let registered = self.get(name)?;
+        let _slot = self.slots.acquire();
+        let mut store = self.new_store();
+        let result = run_now(async {
+            let instance = registered.pre.instantiate_async(&mut store).await?;
+            instance.call_validate(&mut store, params_json).await
+        });
+        match result {
+            Some(Ok(Ok(()))) => Ok(()),
+            Some(Ok(Err(message))) => Err(ComparatorError::InvalidParams {
+                name: name.to_string(),
+                message: cap_reason(message),
+            }),
+            Some(Err(error)) => Err(ComparatorError::ValidateFailed {
+                name: name.to_string(),
+                message: self.describe_failure(&store, &error),
+            }),
+            None => Err(ComparatorError::ValidateFailed {
+                name: name.to_string(),
+                message: WAITED.to_string(),
+            }),
+        }
+    }
+
+    /// Runs comparator `name` with `params_json` on `observed`.
+    ///
+    /// Errors are for the caller's mistakes: an unknown name, or parameters
+    /// the comparator refuses. Everything the guest does wrong (trap, deadline,
+    /// memory cap, garbage) is [`ComparisonOutcome::Undetermined`] with the
+    /// reason.
+    pub fn compare(
+        &self,
+        name: &str,
+        params_json: &str,
+        observed: &ObservedStream,
+    ) -> Result<ComparisonOutcome, ComparatorError> {
+        let registered = self.get(name)?;
+        let stream = bindings::ObservedStream {
+            bytes: observed.bytes.clone(),
+            truncated: observed.truncated,
+            total_bytes: observed.total_bytes,
+        };
+        let _slot = self.slots.acquire();
+        let mut store = self.new_store();
+        let result = run_now(async {
+            let instance: Comparator = registered.pre.instantiate_async(&mut store).await?;
+            instance
+                .call_compare(&mut store, params_json, &stream)
+                .await
+        });
+        Ok(match result {
+            Some(Ok(Ok(bindings::Verdict::Match))) => ComparisonOutcome::Match,
+            Some(Ok(Ok(bindings::Verdict::Mismatch(reason)))) => {
+                ComparisonOutcome::Mismatch(cap_reason(reason))
+            }
+            Some(Ok(Ok(bindings::Verdict::Undetermined(reason)))) => {
+                ComparisonOutcome::Undetermined(cap_reason(reason))
+            }
+            Some(Ok(Err(message))) => {
+                return Err(ComparatorError::InvalidParams {
+                    name: name.to_string(),
+                    message: cap_reason(message),
+                });
+            }
+            Some(Err(error)) => ComparisonOutcome::Undetermined(format!(
+                "comparator \"{name}\" failed: {}",
+                self.describe_failure(&store, &error)
+            )),
+            None => ComparisonOutcome::Undetermined(format!("comparator \"{name}\" {WAITED}")),
+        })
+    }
+
+    fn register(
+        &mut self,
+        name: &str,
+        bytes: &[u8],
+        source: ComparatorSource,
+    ) -> Result<(), ComparatorError> {
+        if self.comparators.contains_key(name) {
+            return Err(ComparatorError::Duplicate(name.to_string()));
+        }
+        let sha256 = sha256_hex(bytes);
+        let (component, warning) = self.cache.load(&self.engine, name, bytes, &sha256)?;
+        self.warnings.extend(warning);
+        let not_a_comparator = |e: wasmtime::Error| ComparatorError::NotAComparator {
+            name: name.to_string(),
+            message: format!("{e:#}"),
+        };
+        // Linking checks the imports (only WASI is offered); `ComparatorPre`
+        // checks that the exports have the comparator world's types.
+        let instance_pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(not_a_comparator)?;
+        let pre = ComparatorPre::new(instance_pre).map_err(not_a_comparator)?;
+        self.comparators.insert(
+            name.to_string(),
+            Registered {
+                info: ComparatorInfo {
+                    name: name.to_string(),
+                    source,
+                    sha256,
+                },
+                pre,
+            },
+        );
+        Ok(())
+    }
+
+    fn get(&self, name: &str) -> Result<&Registered, ComparatorError> {
+        self.comparators
+            .get(name)
+            .ok_or_else(|| ComparatorError::UnknownComparator {
+                name: name.to_string(),
+                known: self.names().join(", "),
+            })
+    }
+
+    fn new_store(&self) -> Store<GuestState> {
+        let mut store = Store::new(&self.engine, GuestState::new(self.options.memory_limit));
+        store.limiter(|state| &mut state.memory);
+        store.set_epoch_deadline(self.deadline_ticks);
+        store.epoch_deadline_trap();
+        store
+    }
+
+    /// A human account of why a call failed, from the error and what the store
+    /// saw (memory refusal, stderr).
+    fn describe_failure(&self, store: &Store<GuestState>, error: &wasmtime::Error) -> String {
+        let state = store.data();
+        let mut text = if let Some(desired) = state.memory.denied {
+            format!(
+                "it exceeded its memory limit of {} MiB (asked for {} MiB)",
+                self.options.memory_limit >> 20,
+                desired >> 20
+            )
+        } else if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
+            format!("it exited with status {}", exit.0)
+        } else {
+            match error.downcast_ref::<Trap>() {
+                Some(Trap::Interrupt) => format!(
+                    "it ran past its deadline of {} ms",
+                    self.options.call_timeout.as_millis()
+                ),
+                Some(trap) => format!("it trapped: {trap}"),
+                None => format!("{error:#}"),
+            }
+        };
+        let stderr = state.stderr.text();
+        if !stderr.is_empty() {
+            text.push_str("; its stderr: ");
+            text.push_str(&stderr);
+        }
+        cap_reason(text)
+    }
+}
+
+/// Reason given when a guest's call could not finish without waiting on
+/// something (which nothing a comparator is given should ever need).
+const WAITED: &str = "tried to wait for I/O or time, which comparators may not do";

@@ -1,0 +1,120 @@
+//! progscore's comparator host: runs comparators (WebAssembly components that
+//! export the `comparator` world of `wit/comparator@0.1.0`) in a sandbox and
+//! hands callers a plain, synchronous [`ComparatorHost::compare`].
+//!
+//! The host owns the wasmtime engine, an on-disk cache of compiled comparators
+//! (keyed by the component's sha256 and the engine's compatibility hash), the
+//! pooling allocator, pre-instantiation, and the limits every call runs under
+//! (a wall-clock deadline via epoch interruption and a memory cap). Guests get
+//! no files, environment, arguments, network, randomness or real clocks; a guest
+//! that traps, runs out of time or memory, or returns garbage yields
+//! [`ComparisonOutcome::Undetermined`], never a failure of the host.
+//!
+//! ```no_run
+//! use progscore_comparator_host::{ComparatorHost, HostOptions, ObservedStream};
+//!
+//! let mut host = ComparatorHost::new(HostOptions::default())?;
+//! host.register_builtins()?;
+//! host.validate("equals", r#"{"value": "9"}"#)?;
+//! let outcome = host.compare("equals", r#"{"value": "9"}"#, &ObservedStream::complete(b"9\n".to_vec()))?;
+//! assert!(outcome.is_match());
+//! # Ok::<(), progscore_comparator_host::ComparatorError>(())
+//! ```
+
+mod cache;
+mod error;
+mod guest;
+mod host;
+mod runtime;
+
+pub use error::ComparatorError;
+pub use host::{ComparatorHost, ComparatorInfo, ComparatorSource, HostOptions};
+
+/// The WIT package version this host implements.
+pub const WIT_VERSION: &str = "0.1.0";
+
+/// Names of the built-in comparators, as users write them.
+pub fn builtin_names() -> impl Iterator<Item = &'static str> {
+    guests::BUILTINS.iter().map(|(name, _)| *name)
+}
+
+/// Components built from `guests/` by the build script.
+mod guests {
+    include!(concat!(env!("OUT_DIR"), "/guests.rs"));
+}
+
+/// Paths of the hostile fixtures and examples in `guests/`, built with this
+/// crate. For progscore's own tests and benchmarks; not a stable API.
+#[doc(hidden)]
+pub mod test_guests {
+    pub use crate::guests::{EXAMPLES, HOSTILE};
+
+    /// The path of the hostile fixture `name` (e.g. `"infinite-loop"`).
+    pub fn hostile(name: &str) -> Option<&'static str> {
+        HOSTILE.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+    }
+
+    /// The path of the example comparator `name` (e.g. `"sorted-lines"`).
+    pub fn example(name: &str) -> Option<&'static str> {
+        EXAMPLES.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+    }
+}
+
+/// One output stream as the sandbox kept it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ObservedStream {
+    /// The bytes kept, from the start of the stream (not necessarily UTF-8).
+    pub bytes: Vec<u8>,
+    /// Whether bytes were dropped after `bytes`.
+    pub truncated: bool,
+    /// How many bytes the program wrote in total, kept or not.
+    pub total_bytes: u64,
+}
+
+impl ObservedStream {
+    /// A stream kept whole.
+    pub fn complete(bytes: Vec<u8>) -> Self {
+        let total_bytes = bytes.len() as u64;
+        ObservedStream {
+            bytes,
+            truncated: false,
+            total_bytes,
+        }
+    }
+
+    /// A stream of which only `bytes` were kept out of `total_bytes`.
+    pub fn truncated(bytes: Vec<u8>, total_bytes: u64) -> Self {
+        ObservedStream {
+            bytes,
+            truncated: true,
+            total_bytes,
+        }
+    }
+}
+
+/// What a comparison decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ComparisonOutcome {
+    /// The output meets the expectation.
+    Match,
+    /// The output does not meet the expectation; the reason is for a human.
+    Mismatch(String),
+    /// Nothing could be decided: the comparator said so (e.g. truncated
+    /// output), or it trapped, ran out of time or memory, or misbehaved.
+    Undetermined(String),
+}
+
+impl ComparisonOutcome {
+    /// Whether this is [`ComparisonOutcome::Match`].
+    pub fn is_match(&self) -> bool {
+        matches!(self, ComparisonOutcome::Match)
+    }
+
+    /// The reason, for a mismatch or an undetermined outcome.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            ComparisonOutcome::Match => None,
+            ComparisonOutcome::Mismatch(r) | ComparisonOutcome::Undetermined(r) => Some(r),
+        }
+    }
+}

@@ -1,0 +1,442 @@
+//! The replayer: scores stored evidence without any sandbox (replay,
+//! rescore), one or many at a time.
+
+use std::sync::Arc;
+
+use progscore_evidence::{
+    EvidenceStore, Observation, ObservationFilter, ScoreOrigin, ScoreRecord, StoreError,
+    StoredScore,
+};
+use progscore_sandbox::{Invocation, RuntimeProfile, sha256_hex};
+use rayon::prelude::*;
+
+use crate::attempt::{Attempt, SOURCE_IDENTITY, attempt_key, belongs_to_attempt};
+use crate::comparator::OutputComparator;
+use crate::error::{ExpectationError, ReplayRefusal, ScoringError};
+use crate::expectation::{Condition, ProgramBehaves, ScoringExpectation};
+use crate::request::{ObservationRef, ProgramInput, ReplayRequest, Rescore, RescoreRequest, Score};
+use crate::source::{EvidenceUse, check_belongs};
+use crate::verdict::{CaseReport, ReasonKind, Verdict, evaluate, no_evidence};
+
+/// Scores stored evidence without any sandbox: replay and rescore. Needs no
+/// engine, so the CLI's `replay` and `rescore` work without one.
+pub struct Replayer {
+    store: Arc<EvidenceStore>,
+    pub(crate) comparators: Arc<dyn OutputComparator>,
+    profiles: Vec<RuntimeProfile>,
+}
+
+/// A score ready to be written.
+pub(crate) struct Draft {
+    pub(crate) record: ScoreRecord,
+    cases: Vec<CaseReport>,
+    reason_kind: Option<ReasonKind>,
+    expectation: ScoringExpectation,
+}
+
+impl Draft {
+    pub(crate) fn into_score(self, score_id: i64, evidence: EvidenceUse) -> Score {
+        let record = self.record;
+        Score {
+            score_id,
+            item_id: record.item_id,
+            status: record.status,
+            value: record.value,
+            rationale: record.rationale,
+            reason: record.reason,
+            reason_kind: self.reason_kind,
+            observation_ids: record.observation_ids,
+            cases: self.cases,
+            profile: record.profile,
+            program_sha256: record.program_sha256,
+            expectation: self.expectation,
+            expectation_sha256: record.expectation_sha256,
+            evidence,
+        }
+    }
+}
+
+impl Replayer {
+    /// A replayer over a store, with these comparators; `profiles` are the
+    /// configured ones (rescore derives attempt keys from them).
+    pub fn new(
+        store: Arc<EvidenceStore>,
+        comparators: Arc<dyn OutputComparator>,
+        profiles: Vec<RuntimeProfile>,
+    ) -> Self {
+        Replayer {
+            store,
+            comparators,
+            profiles,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<EvidenceStore> {
+        &self.store
+    }
+
+    /// Scores a stored observation against `request.expectation` without
+    /// running anything, and records a new score linked to it.
+    ///
+    /// Refused (nothing written) when the observation is not stored, differs
+    /// from the stored copy, fails its integrity checks, or ran another
+    /// profile or other invocations than the expectation's.
+    pub fn replay(&self, request: ReplayRequest) -> Result<Score, ScoringError> {
+        let draft = self.prepare_replay(request)?;
+        let score_id = self.store.record_score(&draft.record)?;
+        Ok(draft.into_score(score_id, EvidenceUse::Replayed))
+    }
+
+    /// Replays many observations and writes all their scores in one
+    /// transaction (bulk rescoring). Per-request refusals are returned in
+    /// place; only the scores of accepted requests are written. The outer
+    /// error is a store failure, and then nothing was written.
+    pub fn replay_batch(
+        &self,
+        requests: Vec<ReplayRequest>,
+    ) -> Result<Vec<Result<Score, ScoringError>>, ScoringError> {
+        // Comparisons (a WebAssembly call each) dominate a replay, and run in
+        // parallel; the store's reads are short and serialised by its lock.
+        let drafts: Vec<_> = requests
+            .into_par_iter()
+            .map(|request| self.prepare_replay(request))
+            .collect();
+        let records: Vec<ScoreRecord> = drafts
+            .iter()
+            .filter_map(|draft| draft.as_ref().ok().map(|draft| draft.record.clone()))
+            .collect();
+        let mut ids = self.store.record_scores(&records)?.into_iter();
+        Ok(drafts
+            .into_iter()
+            .map(|draft| {
+                let draft = draft?;
+                let score_id = ids.next().ok_or_else(missing_id)?;
+                Ok(draft.into_score(score_id, EvidenceUse::Replayed))
+            })
+            .collect())
+    }
+
+    /// Re-grades an item from stored evidence only: the attempt's observation
+    /// (by its derived id, else its newest clean one) is scored against the
+    /// expectation. Without evidence the score is undetermined, "no stored
+    /// evidence". Nothing runs. The item's previous score is returned beside
+    /// the new one.
+    pub fn rescore(&self, request: RescoreRequest) -> Result<Rescore, ScoringError> {
+        let (draft, previous) = self.prepare_rescore(request)?;
+        let score_id = self.store.record_score(&draft.record)?;
+        Ok(finish_rescore(draft, previous, score_id))
+    }
+
+    /// [`Self::rescore`] for many items, writing all their scores in one
+    /// transaction. Per-request errors are returned in place; the outer error
+    /// is a store failure, and then nothing was written. Each item's
+    /// `previous` is its last score from before the batch.
+    pub fn rescore_batch(
+        &self,
+        requests: Vec<RescoreRequest>,
+    ) -> Result<Vec<Result<Rescore, ScoringError>>, ScoringError> {
+        let prepared: Vec<_> = requests
+            .into_par_iter()
+            .map(|request| self.prepare_rescore(request))
+            .collect();
+        let records: Vec<ScoreRecord> = prepared
+            .iter()
+            .filter_map(|p| p.as_ref().ok().map(|(draft, _)| draft.record.clone()))
+            .collect();
+        let mut ids = self.store.record_scores(&records)?.into_iter();
+        Ok(prepared
+            .into_iter()
+            .map(|prepared| {
+                let (draft, previous) = prepared?;
+                let score_id = ids.next().ok_or_else(missing_id)?;
+                Ok(finish_rescore(draft, previous, score_id))
+            })
+            .collect())
+    }
+
+    fn prepare_rescore(
+        &self,
+        request: RescoreRequest,
+    ) -> Result<(Draft, Option<StoredScore>), ScoringError> {
+        let (behaves, profile) = self.validate(&request.expectation)?;
+        let expectation_sha256 = request.expectation.fingerprint()?;
+        let program_sha256 = match &request.program {
+            ProgramInput::Inline(bytes) => sha256_hex(bytes),
+            ProgramInput::Stored { sha256 } => sha256.clone(),
+        };
+        let attempt = Attempt::new(profile, &program_sha256, invocations_of(behaves))?;
+        let previous = match &request.item_id {
+            Some(item_id) => self.store.latest_score_for_item(item_id)?,
+            None => None,
+        };
+        let observation = self.attempt_evidence(profile, &attempt)?;
+        let draft = self.draft(
+            request.item_id,
+            ScoreOrigin::Rescore,
+            &request.expectation,
+            behaves,
+            expectation_sha256,
+            observation.as_ref(),
+            &program_sha256,
+            None,
+        )?;
+        Ok((draft, previous))
+    }
+
+    /// Checks an expectation: exactly one `program_behaves` with cases, a
+    /// configured profile, every comparator known with valid params.
+    pub(crate) fn validate<'e>(
+        &self,
+        expectation: &'e ScoringExpectation,
+    ) -> Result<(&'e ProgramBehaves, &RuntimeProfile), ExpectationError> {
+        let behaves = self.validate_conditions(expectation)?;
+        let profile = self
+            .profiles
+            .iter()
+            .find(|profile| profile.name == behaves.profile)
+            .ok_or_else(|| ExpectationError::UnknownProfile {
+                name: behaves.profile.clone(),
+                known: self
+                    .profiles
+                    .iter()
+                    .map(|profile| profile.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        // An invocation the program cannot be given is the line's fault,
+        // found before anything runs.
+        profile
+            .check_invocations(&invocations_of(behaves))
+            .map_err(|refused| ExpectationError::Invocation {
+                case: refused.index,
+                field: refused.error.field,
+                message: refused.error.message,
+            })?;
+        Ok((behaves, profile))
+    }
+
+    /// The checks that do not need the profile to be configured (replay:
+    /// the observation says what ran).
+    fn validate_conditions<'e>(
+        &self,
+        expectation: &'e ScoringExpectation,
+    ) -> Result<&'e ProgramBehaves, ExpectationError> {
+        let [Condition::ProgramBehaves(behaves)] = expectation.conditions.as_slice() else {
+            return Err(ExpectationError::ConditionCount {
+                found: expectation.conditions.len(),
+            });
+        };
+        if behaves.cases.is_empty() {
+            return Err(ExpectationError::NoCases);
+        }
+        for (case, program_case) in behaves.cases.iter().enumerate() {
+            let streams = [
+                ("stdout", &program_case.expected.stdout),
+                ("stderr", &program_case.expected.stderr),
+            ];
+            for (stream, condition) in streams {
+                if let Some(condition) = condition {
+                    self.comparators
+                        .validate(&condition.comparator, &condition.params)
+                        .map_err(|refusal| ExpectationError::Comparator {
+                            case,
+                            stream,
+                            refusal,
+                        })?;
+                }
+            }
+        }
+        Ok(behaves)
+    }
+
+    fn prepare_replay(&self, request: ReplayRequest) -> Result<Draft, ScoringError> {
+        let behaves = self.validate_conditions(&request.expectation)?;
+        let expectation_sha256 = request.expectation.fingerprint()?;
+        let id = match &request.observation {
+            ObservationRef::Id(id) => id.clone(),
+            ObservationRef::Given(observation) => observation.id.clone(),
+        };
+        let stored = match self.store.observation(&id) {
+            Ok(Some(stored)) => stored,
+            Ok(None) => return Err(ReplayRefusal::NotStored { id }.into()),
+            Err(StoreError::Tampered { detail, .. }) => {
+                return Err(ReplayRefusal::Tampered { id, detail }.into());
+            }
+            Err(error) => return Err(error.into()),
+        };
+        if let ObservationRef::Given(given) = &request.observation
+            && given.canonical_json()? != stored.canonical_json()?
+        {
+            return Err(ReplayRefusal::Differs { id }.into());
+        }
+        let recomputed = attempt_key(
+            &stored.source,
+            &stored.profile,
+            &stored.profile_fingerprint,
+            &stored.program_sha256,
+            &stored.invocations,
+        )?;
+        if recomputed != stored.attempt_key || !belongs_to_attempt(&stored.id, &recomputed) {
+            return Err(ReplayRefusal::Tampered {
+                id,
+                detail: "its attempt key or id does not derive from its contents".into(),
+            }
+            .into());
+        }
+        if behaves.profile != stored.profile {
+            return Err(ReplayRefusal::OtherProfile {
+                id,
+                stored: stored.profile.clone(),
+                expected: behaves.profile.clone(),
+            }
+            .into());
+        }
+        let invocations = invocations_of(behaves);
+        if invocations != stored.invocations {
+            let detail = if invocations.len() != stored.invocations.len() {
+                format!(
+                    "{} case(s) against {} stored invocation(s)",
+                    invocations.len(),
+                    stored.invocations.len()
+                )
+            } else {
+                let index = invocations
+                    .iter()
+                    .zip(&stored.invocations)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(0);
+                format!("case {index}'s arguments or stdin differ")
+            };
+            return Err(ReplayRefusal::OtherInvocations { id, detail }.into());
+        }
+        let program_sha256 = stored.program_sha256.clone();
+        self.draft(
+            request.item_id,
+            ScoreOrigin::Replay,
+            &request.expectation,
+            behaves,
+            expectation_sha256,
+            Some(&stored),
+            &program_sha256,
+            None,
+        )
+    }
+
+    /// The stored evidence of an attempt: its derived id, else the newest
+    /// proven observation of the program under this profile whose
+    /// fingerprint the profile resolves to (a runtime left to the engine is
+    /// filled in by the backend) and whose invocations are the attempt's.
+    fn attempt_evidence(
+        &self,
+        profile: &RuntimeProfile,
+        attempt: &Attempt,
+    ) -> Result<Option<Observation>, ScoringError> {
+        if let Some(observation) = self.store.observation(&attempt.observation_id())? {
+            check_belongs(&observation, attempt)?;
+            return Ok(Some(observation));
+        }
+        let candidates = self.store.list_observations(&ObservationFilter {
+            profile: Some(profile.name.clone()),
+            program_sha256: Some(attempt.program_sha256.clone()),
+            ..ObservationFilter::default()
+        })?;
+        for summary in candidates.iter().filter(|summary| !summary.unproven) {
+            let Some(observation) = self.store.observation(&summary.id)? else {
+                continue;
+            };
+            let fits = observation.source == SOURCE_IDENTITY
+                && observation.invocations == attempt.invocations
+                && profile.resolves_to(&observation.profile_fingerprint);
+            if !fits {
+                continue;
+            }
+            let key = attempt_key(
+                &observation.source,
+                &observation.profile,
+                &observation.profile_fingerprint,
+                &observation.program_sha256,
+                &observation.invocations,
+            )?;
+            if key != observation.attempt_key || !belongs_to_attempt(&observation.id, &key) {
+                return Err(ScoringError::Store(StoreError::Tampered {
+                    what: "observation",
+                    id: observation.id.clone(),
+                    detail: "its attempt key or id does not derive from its contents".into(),
+                }));
+            }
+            return Ok(Some(observation));
+        }
+        Ok(None)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn draft(
+        &self,
+        item_id: Option<String>,
+        origin: ScoreOrigin,
+        expectation: &ScoringExpectation,
+        behaves: &ProgramBehaves,
+        expectation_sha256: String,
+        observation: Option<&Observation>,
+        program_sha256: &str,
+        verdict: Option<Verdict>,
+    ) -> Result<Draft, ScoringError> {
+        let verdict: Verdict = match (verdict, observation) {
+            (Some(verdict), _) => verdict,
+            (None, Some(observation)) => evaluate(
+                &behaves.profile,
+                &behaves.cases,
+                &observation.run.events,
+                self.comparators.as_ref(),
+            ),
+            (None, None) => no_evidence(&behaves.profile, behaves.cases.len()),
+        };
+        let record = ScoreRecord {
+            item_id,
+            origin,
+            program_sha256: program_sha256.to_string(),
+            profile: behaves.profile.clone(),
+            expectation: serde_json::to_value(expectation)?,
+            expectation_sha256,
+            status: verdict.status,
+            value: verdict.value,
+            rationale: verdict.rationale,
+            reason: verdict.reason,
+            cases: serde_json::to_value(&verdict.cases)?,
+            observation_ids: observation.map(|o| vec![o.id.clone()]).unwrap_or_default(),
+        };
+        Ok(Draft {
+            record,
+            cases: verdict.cases,
+            reason_kind: verdict.reason_kind,
+            expectation: expectation.clone(),
+        })
+    }
+}
+
+fn finish_rescore(draft: Draft, previous: Option<StoredScore>, score_id: i64) -> Rescore {
+    let score = draft.into_score(score_id, EvidenceUse::Stored);
+    let changed = previous.as_ref().is_some_and(|previous| {
+        (previous.record.status, previous.record.value) != (score.status, score.value)
+    });
+    Rescore {
+        score,
+        previous,
+        changed,
+    }
+}
+
+fn missing_id() -> ScoringError {
+    ScoringError::Store(StoreError::InvalidRecord(
+        "the store returned fewer score ids than scores".into(),
+    ))
+}
+
+pub(crate) fn invocations_of(behaves: &ProgramBehaves) -> Vec<Invocation> {
+    behaves
+        .cases
+        .iter()
+        .map(|case| case.invocation.clone())
+        .collect()
+}

@@ -1,0 +1,161 @@
+//! The scorer: validation, preflight, evidence, verdict, record.
+
+use std::sync::Arc;
+
+use progscore_evidence::{ScoreOrigin, StoreError};
+use progscore_sandbox::{Preflight, SandboxError, sha256_hex};
+
+use crate::attempt::Attempt;
+use crate::comparator::OutputComparator;
+use crate::error::{ExpectationError, ScoringError};
+use crate::expectation::ScoringExpectation;
+use crate::replayer::{Replayer, invocations_of};
+use crate::request::{ProgramInput, Score, ScoreRequest};
+use crate::source::{EvidenceUse, ProgramExecutionSource, check_belongs};
+use crate::verdict::evaluate;
+
+/// Scores programs by running them (or reusing their attempt's evidence).
+pub struct ProgramExecutionScorer {
+    source: ProgramExecutionSource,
+    replayer: Replayer,
+    /// Each profile's preflight, once it passed.
+    preflights: tokio::sync::Mutex<std::collections::HashMap<String, Preflight>>,
+}
+
+impl ProgramExecutionScorer {
+    /// A scorer over a source, with these comparators.
+    pub fn new(source: ProgramExecutionSource, comparators: Arc<dyn OutputComparator>) -> Self {
+        let profiles = source.client().profiles().into_iter().cloned().collect();
+        let replayer = Replayer::new(source.store().clone(), comparators, profiles);
+        ProgramExecutionScorer {
+            source,
+            replayer,
+            preflights: Default::default(),
+        }
+    }
+
+    /// Checks that `profile` can run (see [`progscore_sandbox::SandboxClient::preflight`]);
+    /// a passed check is kept, a failed one is asked again next time.
+    /// [`Self::score`] calls it first; call it for every profile of a batch
+    /// to refuse a batch before anything runs.
+    pub async fn preflight(&self, profile: &str) -> Result<Preflight, SandboxError> {
+        let mut preflights = self.preflights.lock().await;
+        if let Some(found) = preflights.get(profile) {
+            return Ok(found.clone());
+        }
+        let found = self.source.client().preflight(profile).await?;
+        preflights.insert(profile.to_string(), found.clone());
+        Ok(found)
+    }
+
+    /// The evidence source.
+    pub fn source(&self) -> &ProgramExecutionSource {
+        &self.source
+    }
+
+    /// The replayer (same store and comparators).
+    pub fn replayer(&self) -> &Replayer {
+        &self.replayer
+    }
+
+    /// Checks an expectation as [`Self::score`] would, without running anything.
+    pub fn validate(&self, expectation: &ScoringExpectation) -> Result<(), ExpectationError> {
+        self.replayer.validate(expectation).map(|_| ())
+    }
+
+    /// Scores one program (within a tokio runtime): validates, finds or makes the evidence, applies
+    /// the verdict rules, and records the score (with the observation, if new,
+    /// in the same transaction).
+    pub async fn score(&self, request: ScoreRequest) -> Result<Score, ScoringError> {
+        let (behaves, profile) = self.replayer.validate(&request.expectation)?;
+        let expectation_sha256 = request.expectation.fingerprint()?;
+        let store = self.source.store();
+        let (program, inline): (Arc<[u8]>, bool) = match &request.program {
+            ProgramInput::Inline(bytes) => (Arc::from(bytes.as_slice()), true),
+            ProgramInput::Stored { sha256 } => match store.program(sha256)? {
+                Some(bytes) => (Arc::from(bytes), false),
+                None => {
+                    return Err(ScoringError::ProgramNotStored {
+                        sha256: sha256.clone(),
+                    });
+                }
+            },
+        };
+        let program_sha256 = sha256_hex(&program);
+        // The attempt is keyed by what will really run: the fingerprint with
+        // what the backend resolved (the engine's default runtime...).
+        let fingerprint = self
+            .preflight(&profile.name)
+            .await
+            .map_err(ScoringError::Refused)?
+            .fingerprint;
+        let attempt = Attempt::from_parts(
+            &profile.name,
+            fingerprint,
+            &program_sha256,
+            invocations_of(behaves),
+        )?;
+        let evidence = self
+            .source
+            .observe(&attempt, &program, request.fresh, &request.cancel)
+            .await?;
+        let observation = &evidence.observation;
+        // Comparators are synchronous CPU work (WebAssembly calls bounded by
+        // their deadline); off the async workers, a slow one stalls no run.
+        let verdict = {
+            let comparators = self.replayer.comparators.clone();
+            let profile = behaves.profile.clone();
+            let cases = behaves.cases.clone();
+            let observation = observation.clone();
+            tokio::task::spawn_blocking(move || {
+                evaluate(
+                    &profile,
+                    &cases,
+                    &observation.run.events,
+                    comparators.as_ref(),
+                )
+            })
+            .await
+            .map_err(|e| ScoringError::RunLost(format!("a comparator panicked: {e}")))?
+        };
+        let draft = self.replayer.draft(
+            request.item_id.clone(),
+            ScoreOrigin::Execute,
+            &request.expectation,
+            behaves,
+            expectation_sha256.clone(),
+            Some(observation),
+            &program_sha256,
+            Some(verdict),
+        )?;
+        if evidence.origin == EvidenceUse::Stored {
+            let score_id = store.record_score(&draft.record)?;
+            return Ok(draft.into_score(score_id, EvidenceUse::Stored));
+        }
+        let program_bytes = inline.then_some(&program[..]);
+        match store.record_observation_with_score(program_bytes, observation, &draft.record) {
+            Ok((score_id, _)) => Ok(draft.into_score(score_id, evidence.origin)),
+            Err(StoreError::ObservationConflict { stored, .. }) => {
+                // Another process stored its own run of this attempt first.
+                // Its evidence stands; score against it instead.
+                check_belongs(&stored, &attempt)?;
+                let draft = self.replayer.draft(
+                    request.item_id.clone(),
+                    ScoreOrigin::Execute,
+                    &request.expectation,
+                    behaves,
+                    expectation_sha256,
+                    Some(&stored),
+                    &program_sha256,
+                    None,
+                )?;
+                let score_id = store.record_score(&draft.record)?;
+                Ok(draft.into_score(score_id, EvidenceUse::Stored))
+            }
+            Err(error) => Err(error.into()),
+        }
+        // `evidence` (and with it this caller's place in the flight) is
+        // dropped only now, after the write: a caller arriving meanwhile
+        // joined the flight instead of running the attempt again.
+    }
+}

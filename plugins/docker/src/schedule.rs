@@ -1,0 +1,37 @@
+//! Who runs beside whom: every invocation holds a shared slot of its client's
+//! schedule; confirming a timeout takes it whole, so that no other program
+//! of the client runs meanwhile. The load counts programs inside their
+//! window, for when nothing else is measured.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// How many programs of this client are inside their window right now.
+#[derive(Debug, Default)]
+pub(crate) struct Load {
+    running: AtomicUsize,
+}
+
+pub(crate) struct Running<'a>(&'a Load);
+
+impl Load {
+    pub(crate) fn enter(&self) -> Running<'_> {
+        self.running.fetch_add(1, Ordering::SeqCst);
+        Running(self)
+    }
+
+    pub(crate) fn now(&self) -> usize {
+        self.running.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// An invocation's place in the client's schedule.
+pub(crate) enum Slot<'a> {
+    Shared(#[allow(dead_code)] tokio::sync::RwLockReadGuard<'a, ()>),
+    Alone(#[allow(dead_code)] tokio::sync::RwLockWriteGuard<'a, ()>),
+}

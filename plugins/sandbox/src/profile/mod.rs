@@ -1,0 +1,408 @@
+//! Runtime profiles: trusted, caller-configured names for how programs run.
+//!
+//! A [`ProfileSpec`] is what a user writes under `[profiles.NAME]` in the TOML
+//! config; [`RuntimeProfile::from_spec`] checks it once, when the config loads,
+//! and turns every string into a typed value. An image given by tag is refused
+//! here, so nothing later can run an artifact that was not pinned.
+
+mod artifact;
+mod error;
+mod limits;
+mod spec;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::canonical::{canonical_json, sha256_hex};
+use crate::invocation::{InvalidInvocation, Invocation};
+
+pub use artifact::{Artifact, ImageRef, PinnedFile, is_sha256_hex};
+pub use error::ProfileError;
+pub use limits::Limits;
+pub use spec::{LimitsSpec, PinnedFileSpec, ProfileSpec};
+
+use artifact::resolve_pinned;
+use limits::resolve_limits;
+
+/// Which backend runs a profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// A container per invocation in a Docker engine (runc, or runsc for gVisor).
+    Docker,
+    /// A WASI build of the runtime inside wasmtime, in the calling process.
+    Wasi,
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Backend::Docker => "docker",
+            Backend::Wasi => "wasi",
+        })
+    }
+}
+
+/// A checked, typed profile. Callers choose it by name only.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuntimeProfile {
+    /// The profile's name in the config.
+    pub name: String,
+    /// Which backend runs it.
+    pub backend: Backend,
+    /// The pinned artifact that runs the program.
+    pub artifact: Artifact,
+    /// Entrypoint and arguments; the program path and invocation args follow.
+    pub command: Vec<String>,
+    /// The OCI runtime (Docker only); `None` means the engine's default,
+    /// which the backend resolves and records ([`crate::Preflight`]).
+    pub runtime: Option<String>,
+    /// The `UID[:GID]` the program runs as (Docker only; never root).
+    pub user: Option<String>,
+    /// WASI: whether the program gets a writable scratch directory.
+    pub scratch: bool,
+    /// Resource limits in force for every invocation.
+    pub limits: Limits,
+}
+
+impl RuntimeProfile {
+    /// Checks a spec and resolves it. Relative paths are resolved against `base_dir`
+    /// (the folder of the config file).
+    pub fn from_spec(
+        name: &str,
+        spec: &ProfileSpec,
+        base_dir: &Path,
+    ) -> Result<RuntimeProfile, ProfileError> {
+        let profile = name.to_string();
+        if spec.command.is_empty() || spec.command.iter().any(|word| word.is_empty()) {
+            return Err(ProfileError::BadCommand { profile });
+        }
+        let artifact = match spec.backend {
+            Backend::Docker => {
+                for (present, field) in [
+                    (spec.module.is_some(), "module"),
+                    (spec.stdlib.is_some(), "stdlib"),
+                    (spec.scratch, "scratch"),
+                    (spec.limits.fuel.is_some(), "limits.fuel"),
+                ] {
+                    if present {
+                        return Err(ProfileError::FieldNotForBackend {
+                            profile,
+                            backend: spec.backend,
+                            field,
+                        });
+                    }
+                }
+                let image = spec.image.as_deref().ok_or(ProfileError::MissingField {
+                    profile: profile.clone(),
+                    backend: spec.backend,
+                    field: "image",
+                })?;
+                let image =
+                    ImageRef::parse_pinned(image).ok_or_else(|| ProfileError::UnpinnedImage {
+                        profile: profile.clone(),
+                        image: image.to_string(),
+                    })?;
+                Artifact::DockerImage { image }
+            }
+            Backend::Wasi => {
+                for (present, field) in [
+                    (spec.image.is_some(), "image"),
+                    (spec.runtime.is_some(), "runtime"),
+                    (spec.user.is_some(), "user"),
+                ] {
+                    if present {
+                        return Err(ProfileError::FieldNotForBackend {
+                            profile,
+                            backend: spec.backend,
+                            field,
+                        });
+                    }
+                }
+                let module = spec.module.as_ref().ok_or(ProfileError::MissingField {
+                    profile: profile.clone(),
+                    backend: spec.backend,
+                    field: "module",
+                })?;
+                Artifact::WasmModule {
+                    module: resolve_pinned(&profile, "module", module, base_dir)?,
+                    stdlib: spec
+                        .stdlib
+                        .as_ref()
+                        .map(|stdlib| resolve_pinned(&profile, "stdlib", stdlib, base_dir))
+                        .transpose()?,
+                }
+            }
+        };
+        if let Some(runtime) = &spec.runtime {
+            let plain = !runtime.is_empty()
+                && runtime
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            if !plain {
+                return Err(ProfileError::BadRuntime {
+                    profile,
+                    runtime: runtime.clone(),
+                });
+            }
+        }
+        let user = match spec.backend {
+            Backend::Docker => {
+                let user = spec.user.as_deref().unwrap_or(DEFAULT_DOCKER_USER);
+                if !is_non_root_user(user) {
+                    return Err(ProfileError::BadUser {
+                        profile,
+                        user: user.to_string(),
+                    });
+                }
+                Some(user.to_string())
+            }
+            Backend::Wasi => None,
+        };
+        Ok(RuntimeProfile {
+            name: profile.clone(),
+            backend: spec.backend,
+            artifact,
+            command: spec.command.clone(),
+            runtime: spec.runtime.clone(),
+            user,
+            scratch: spec.scratch,
+            limits: resolve_limits(&profile, &spec.limits)?,
+        })
+    }
+
+    /// The Docker image, for Docker profiles.
+    pub fn image(&self) -> Option<&ImageRef> {
+        match &self.artifact {
+            Artifact::DockerImage { image } => Some(image),
+            Artifact::WasmModule { .. } => None,
+        }
+    }
+
+    /// Everything that decides how a program runs under this profile, as
+    /// canonical JSON: backend, artifact identity (digest/id or file hashes, not
+    /// paths), command, runtime, user, limits. The name is not part of it.
+    /// A runtime left to the engine's default is `null` here; the backend's
+    /// [`crate::Preflight`] fills it in.
+    pub fn fingerprint_json(&self) -> serde_json::Value {
+        let artifact = match &self.artifact {
+            Artifact::DockerImage { image } => serde_json::json!({"image": image.to_string()}),
+            Artifact::WasmModule { module, stdlib } => serde_json::json!({
+                "module_sha256": module.sha256,
+                "stdlib_sha256": stdlib.as_ref().map(|s| s.sha256.clone()),
+            }),
+        };
+        serde_json::json!({
+            "backend": self.backend,
+            "artifact": artifact,
+            "command": self.command,
+            "runtime": self.runtime,
+            "user": self.user,
+            "scratch": self.scratch,
+            "limits": self.limits,
+        })
+    }
+
+    /// Whether `fingerprint` (as a backend resolved it, or as evidence
+    /// recorded it) describes this profile: it is this profile's fingerprint,
+    /// or, when the profile leaves the runtime to the engine, this profile's
+    /// with some runtime filled in.
+    pub fn resolves_to(&self, fingerprint: &serde_json::Value) -> bool {
+        let mut own = self.fingerprint_json();
+        if own == *fingerprint {
+            return true;
+        }
+        if self.runtime.is_some() {
+            return false;
+        }
+        match fingerprint.get("runtime") {
+            Some(runtime @ serde_json::Value::String(_)) => {
+                own["runtime"] = runtime.clone();
+                own == *fingerprint
+            }
+            _ => false,
+        }
+    }
+
+    /// Checks every invocation as it will be delivered after this profile's
+    /// command and the program's path (see [`Invocation::check`]).
+    pub fn check_invocations(&self, invocations: &[Invocation]) -> Result<(), InvalidInvocation> {
+        // Room for the program's path, whichever backend places it.
+        let command: Vec<String> = self
+            .command
+            .iter()
+            .cloned()
+            .chain([PROGRAM_PATH_ALLOWANCE.to_string()])
+            .collect();
+        for (index, invocation) in invocations.iter().enumerate() {
+            invocation
+                .check(&command)
+                .map_err(|error| InvalidInvocation { index, error })?;
+        }
+        Ok(())
+    }
+
+    /// sha256 of [`Self::fingerprint_json`] in canonical form.
+    pub fn fingerprint(&self) -> String {
+        let json =
+            canonical_json(&self.fingerprint_json()).expect("a JSON value always serializes");
+        sha256_hex(json.as_bytes())
+    }
+}
+
+/// Stands for the program's path when invocations are checked: longer than
+/// any backend's (`/sandbox/program`, `/program/main.py`).
+const PROGRAM_PATH_ALLOWANCE: &str =
+    "/program/path/as/long/as/any/backend/places/it/0123456789abcdef";
+
+/// The user Docker profiles run as unless they say otherwise: nobody.
+pub const DEFAULT_DOCKER_USER: &str = "65534:65534";
+
+/// `UID` or `UID:GID`, numeric, with a non-zero UID and GID.
+fn is_non_root_user(user: &str) -> bool {
+    let numeric_non_zero = |part: &str| {
+        !part.is_empty()
+            && part.bytes().all(|b| b.is_ascii_digit())
+            && part.parse::<u32>().is_ok_and(|id| id != 0)
+    };
+    match user.split_once(':') {
+        Some((uid, gid)) => numeric_non_zero(uid) && numeric_non_zero(gid),
+        None => numeric_non_zero(user),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIGEST: &str = "sha256:04523e07d3e8eff083d854274411456f0a069de00b901a826c97a9428f7bbac4";
+
+    fn docker_spec(image: &str) -> ProfileSpec {
+        toml::from_str(&format!(
+            "backend = \"docker\"\nimage = \"{image}\"\ncommand = [\"python3\", \"-I\"]\n"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_tag_is_refused_naming_the_profile() {
+        let err = RuntimeProfile::from_spec("python", &docker_spec("python:3.12"), Path::new("."))
+            .unwrap_err();
+        assert!(matches!(err, ProfileError::UnpinnedImage { .. }));
+        let message = err.to_string();
+        assert!(
+            message.contains("`python`") && message.contains("python:3.12"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn digests_and_ids_are_accepted() {
+        let by_digest = format!("127.0.0.1:5000/python-sandbox@{DIGEST}");
+        let profile =
+            RuntimeProfile::from_spec("p", &docker_spec(&by_digest), Path::new(".")).unwrap();
+        assert_eq!(profile.image().unwrap().to_string(), by_digest);
+        let profile = RuntimeProfile::from_spec("p", &docker_spec(DIGEST), Path::new(".")).unwrap();
+        assert!(matches!(profile.image(), Some(ImageRef::Id(_))));
+        // A short or upper-case digest is not a pin.
+        for bad in ["repo@sha256:abc", "sha256:ABC", "repo@sha512:00"] {
+            assert!(RuntimeProfile::from_spec("p", &docker_spec(bad), Path::new(".")).is_err());
+        }
+    }
+
+    #[test]
+    fn limits_parse_human_units_and_name_bad_fields() {
+        let mut spec = docker_spec(DIGEST);
+        spec.limits.memory = "128MiB".into();
+        spec.limits.timeout = "2500ms".into();
+        let profile = RuntimeProfile::from_spec("p", &spec, Path::new(".")).unwrap();
+        assert_eq!(profile.limits.memory_bytes, 128 * 1024 * 1024);
+        assert_eq!(profile.limits.timeout_ms, 2500);
+        spec.limits.output = "lots".into();
+        let message = RuntimeProfile::from_spec("p", &spec, Path::new("."))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("limits.output") && message.contains("lots"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn fingerprint_changes_with_limits_but_not_name() {
+        let spec = docker_spec(DIGEST);
+        let a = RuntimeProfile::from_spec("a", &spec, Path::new(".")).unwrap();
+        let b = RuntimeProfile::from_spec("b", &spec, Path::new(".")).unwrap();
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        let mut spec = spec;
+        spec.limits.pids = 65;
+        let c = RuntimeProfile::from_spec("a", &spec, Path::new(".")).unwrap();
+        assert_ne!(a.fingerprint(), c.fingerprint());
+    }
+
+    #[test]
+    fn the_user_is_part_of_the_fingerprint_and_never_root() {
+        let spec = docker_spec(DIGEST);
+        let nobody = RuntimeProfile::from_spec("p", &spec, Path::new(".")).unwrap();
+        assert_eq!(nobody.user.as_deref(), Some(DEFAULT_DOCKER_USER));
+        let mut other = spec.clone();
+        other.user = Some("1000:1000".into());
+        let other = RuntimeProfile::from_spec("p", &other, Path::new(".")).unwrap();
+        assert_ne!(nobody.fingerprint(), other.fingerprint());
+        for root in ["0", "0:0", "1000:0", "root", "", "1000:", "-1"] {
+            let mut spec = spec.clone();
+            spec.user = Some(root.into());
+            let err = RuntimeProfile::from_spec("p", &spec, Path::new(".")).unwrap_err();
+            assert!(matches!(err, ProfileError::BadUser { .. }), "{root}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_cpu_time_limit_is_parsed_and_fingerprinted() {
+        let spec = docker_spec(DIGEST);
+        let without = RuntimeProfile::from_spec("p", &spec, Path::new(".")).unwrap();
+        assert_eq!(without.limits.cpu_time(), None);
+        assert!(
+            without.fingerprint_json()["limits"]
+                .get("cpu_time_ms")
+                .is_none()
+        );
+        let mut with = spec.clone();
+        with.limits.cpu_time = Some("1500ms".into());
+        let with = RuntimeProfile::from_spec("p", &with, Path::new(".")).unwrap();
+        assert_eq!(with.limits.cpu_time_ms, Some(1500));
+        assert_ne!(without.fingerprint(), with.fingerprint());
+        let mut bad = spec;
+        bad.limits.cpu_time = Some("soon".into());
+        let message = RuntimeProfile::from_spec("p", &bad, Path::new("."))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("limits.cpu_time"), "{message}");
+    }
+
+    #[test]
+    fn a_resolved_runtime_matches_only_a_profile_that_left_it_open() {
+        let spec = docker_spec(DIGEST);
+        let open = RuntimeProfile::from_spec("p", &spec, Path::new(".")).unwrap();
+        let mut resolved = open.fingerprint_json();
+        assert!(open.resolves_to(&resolved));
+        resolved["runtime"] = serde_json::json!("runc");
+        assert!(open.resolves_to(&resolved));
+        let mut pinned = spec.clone();
+        pinned.runtime = Some("runsc".into());
+        let pinned = RuntimeProfile::from_spec("p", &pinned, Path::new(".")).unwrap();
+        assert!(!pinned.resolves_to(&resolved));
+        resolved["limits"]["pids"] = serde_json::json!(1);
+        assert!(!open.resolves_to(&resolved));
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_by_the_parser() {
+        let err = toml::from_str::<ProfileSpec>(
+            "backend = \"docker\"\nimage = \"x\"\ncommand = [\"a\"]\nimgae = \"y\"\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("imgae"), "{err}");
+    }
+}
