@@ -20,3 +20,5 @@ export PROGSCORE_CONFIG="$REPO_ROOT/progscore.toml"
 # The end-to-end tests drive the built binary.
 phase "build" cargo build --locked -p progscore
 phase "tests" cargo test --workspace --all-features --locked --no-fail-fast "$@"
+# The guests' own unit tests (their workspace is apart: it builds for wasm32-wasip2).
+phase "guest unit tests" cargo test --locked --manifest-path guests/Cargo.toml --workspace

@@ -462,3 +462,86 @@ fn the_summary_groups_undetermined_reasons_by_kind() {
         assert_eq!(line["reason_kind"], "comparator_undecided", "{line}");
     }
 }
+
+/// Replay refusals reach the user: an observation that is not stored, and
+/// one changed in the database behind progscore's back, are refused with
+/// what is wrong, and nothing is written.
+#[test]
+fn replay_refuses_an_unknown_or_tampered_observation() {
+    let dir = Dir::new();
+    dir.write("batch.jsonl", square_item("a", "9"));
+    let output = dir.run(&["score", "batch.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let observation = result_lines(&stdout(&output))[0]["observation_ids"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    dir.write("expect.json", r#"{"conditions": [{"program_behaves": {"profile": "python", "cases": [{"invocation": {"args": ["3"], "stdin": null}, "expected": {"stdout": {"equals": "9"}}}]}}]}"#);
+    let scores = |dir: &Dir| result_lines(&stdout(&dir.run(&["scores", "list"]))).len();
+    let before = scores(&dir);
+
+    let unknown = dir.run(&["replay", "obs-0123456789abcdef", "--expect", "expect.json"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("observation obs-0123456789abcdef is not stored"),
+        "{}",
+        stderr(&unknown)
+    );
+
+    let store = rusqlite::Connection::open(dir.path().join("evidence.db")).unwrap();
+    store
+        .execute_batch(
+            "DROP TRIGGER observations_no_update;
+             UPDATE observations SET run = replace(run, '\"9\\n\"', '\"8\\n\"');",
+        )
+        .unwrap();
+    drop(store);
+    let tampered = dir.run(&["replay", &observation, "--expect", "expect.json"]);
+    assert_eq!(tampered.status.code(), Some(2));
+    assert!(
+        stderr(&tampered).contains(&format!("observation {observation} is tampered")),
+        "{}",
+        stderr(&tampered)
+    );
+    assert_eq!(scores(&dir), before, "a refused replay wrote a score");
+}
+
+/// A machine with no Docker at all: a config of WASI profiles scores,
+/// replays and rescores without ever reaching for an engine.
+#[test]
+fn the_wasi_profile_scores_replays_and_rescores_without_docker() {
+    let dir = Dir::new();
+    dir.edit_config(|config| {
+        let wasi = config
+            .find("[profiles.python-wasi]")
+            .expect("the generated config has a WASI profile");
+        format!("[store]\npath = \"evidence.db\"\n\n{}", &config[wasi..])
+    });
+    let item = square_item("w", "9").replace("\"python\"", "\"python-wasi\"");
+    dir.write("batch.jsonl", &item);
+    let no_docker = |args: &[&str]| {
+        dir.command()
+            .args(args)
+            .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+            .output()
+            .expect("run progscore")
+    };
+    let scored = no_docker(&["score", "batch.jsonl"]);
+    assert_eq!(scored.status.code(), Some(0), "{}", stderr(&scored));
+    let line = &result_lines(&stdout(&scored))[0];
+    assert_eq!(verdict(line), "true", "{line}");
+    let observation = line["observation_ids"][0].as_str().unwrap().to_string();
+
+    dir.write("expect8.json", r#"{"conditions": [{"program_behaves": {"profile": "python-wasi", "cases": [{"invocation": {"args": ["3"], "stdin": null}, "expected": {"stdout": {"equals": "8"}}}]}}]}"#);
+    let replayed = no_docker(&["replay", &observation, "--expect", "expect8.json"]);
+    assert_eq!(replayed.status.code(), Some(0), "{}", stderr(&replayed));
+    let replayed: serde_json::Value = serde_json::from_str(stdout(&replayed).trim()).unwrap();
+    assert_eq!(replayed["value"], false);
+
+    dir.write("changed.jsonl", item.replace("\"9\"", "\"8\""));
+    let rescored = no_docker(&["rescore", "changed.jsonl"]);
+    assert_eq!(rescored.status.code(), Some(0), "{}", stderr(&rescored));
+    let line = &result_lines(&stdout(&rescored))[0];
+    assert_eq!(verdict(line), "false", "{line}");
+    assert_eq!(line["changed"], true);
+}

@@ -241,13 +241,38 @@ fn memory(dir: &Path, config_path: &Path) {
     std::fs::write(&batch, lines.join("\n")).expect("batch");
 
     let (baseline, _) = peak_rss(&big_config, &["profiles"]);
+    let scored = dir.join("scored.jsonl");
     let (score_rss, score_wall) = peak_rss(
         &big_config,
-        &["score", batch.to_str().unwrap(), "--out", "/dev/null"],
+        &[
+            "score",
+            batch.to_str().unwrap(),
+            "--out",
+            scored.to_str().unwrap(),
+        ],
     );
+    let lines = std::fs::read_to_string(&scored).expect("score results");
+    assert_eq!(lines.lines().count(), BIG_BATCH);
+    assert!(
+        lines.lines().all(|l| l.contains("\"evidence\":\"stored\"")),
+        "score ran something instead of reusing the stored evidence"
+    );
+    let rescored = dir.join("rescored.jsonl");
     let (rescore_rss, rescore_wall) = peak_rss(
         &big_config,
-        &["rescore", batch.to_str().unwrap(), "--out", "/dev/null"],
+        &[
+            "rescore",
+            batch.to_str().unwrap(),
+            "--out",
+            rescored.to_str().unwrap(),
+        ],
+    );
+    // The figure counts only if the evidence was found and re-graded.
+    let lines = std::fs::read_to_string(&rescored).expect("rescore results");
+    assert_eq!(lines.lines().count(), BIG_BATCH);
+    assert!(
+        lines.lines().all(|l| l.contains("\"value\":true")),
+        "rescore did not find every item's evidence"
     );
     println!("  {:<44} {:>10} {:>10}", "", "peak RSS", "wall (s)");
     println!(

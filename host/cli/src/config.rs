@@ -74,15 +74,12 @@ pub enum ConfigError {
     /// The file could not be read.
     #[error("{path}: cannot read the config: {source}")]
     Read {
-        /// The file.
         path: String,
-        /// Why.
         source: std::io::Error,
     },
     /// The TOML is malformed or has unknown/mistyped fields.
     #[error("{path}: {message}")]
     Parse {
-        /// The file.
         path: String,
         /// The parser's message, with line and column.
         message: String,
@@ -92,7 +89,6 @@ pub enum ConfigError {
     Profile {
         /// `file:line` of the profile's table.
         location: String,
-        /// Why.
         message: String,
     },
 }

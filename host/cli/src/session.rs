@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use progscore_comparator_host::{ComparatorHost, HostOptions};
-use progscore_scoring::evidence::EvidenceStore;
+use progscore_comparator_host::{ComparatorError, ComparatorHost, HostOptions};
+use progscore_scoring::evidence::{EvidenceStore, StoreError};
 use progscore_scoring::{
     OutputComparator, ProgramExecutionScorer, ProgramExecutionSource, Replayer,
 };
@@ -16,21 +16,18 @@ use crate::config::Config;
 /// Why a session could not be opened.
 #[derive(Debug, Error)]
 pub enum SessionError {
-    /// The evidence store could not be opened (or has a newer schema).
-    #[error("evidence store {path}: {message}")]
-    Store {
-        /// Its path.
-        path: String,
-        /// Why.
-        message: String,
-    },
-    /// The comparator host or a configured comparator failed to load.
-    #[error("{config}: comparators: {message}")]
+    /// The evidence store could not be opened (or has a newer schema); the
+    /// store's error names the file.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The comparator host or a comparator the config names failed to load.
+    #[error("{config}: comparators: {source}")]
     Comparators {
         /// The config file.
         config: String,
         /// Why.
-        message: String,
+        #[source]
+        source: ComparatorError,
     },
     /// A backend could not be built.
     #[error("sandbox: {0}")]
@@ -61,10 +58,7 @@ impl Session {
     }
 
     fn build(config: &Config, executing: Option<WasiWorkers>) -> Result<Session, SessionError> {
-        let store = EvidenceStore::open(&config.store_path).map_err(|e| SessionError::Store {
-            path: config.store_path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let store = EvidenceStore::open(&config.store_path)?;
         let store = Arc::new(store);
         let comparators = Arc::new(load_comparators(config)?);
         let as_comparator: Arc<dyn OutputComparator> =
@@ -96,15 +90,15 @@ impl Session {
 
 /// The comparator host with the built-ins and the config's user comparators.
 pub fn load_comparators(config: &Config) -> Result<ComparatorHost, SessionError> {
-    let error = |message: String| SessionError::Comparators {
+    let error = |source: ComparatorError| SessionError::Comparators {
         config: config.path.display().to_string(),
-        message,
+        source,
     };
-    let mut host = ComparatorHost::new(HostOptions::default()).map_err(|e| error(e.to_string()))?;
-    host.register_builtins().map_err(|e| error(e.to_string()))?;
+    let mut host = ComparatorHost::new(HostOptions::default()).map_err(error)?;
+    host.register_builtins().map_err(error)?;
     for user in &config.comparators {
         host.register_user(&user.name, &user.path, &user.sha256)
-            .map_err(|e| error(e.to_string()))?;
+            .map_err(error)?;
     }
     Ok(host)
 }

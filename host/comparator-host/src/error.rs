@@ -13,7 +13,6 @@ pub enum ComparatorError {
     /// No comparator of that name is registered.
     #[error("unknown comparator \"{name}\" (known: {known})")]
     UnknownComparator {
-        /// The name asked for.
         name: String,
         /// The registered names, comma separated.
         known: String,
@@ -24,11 +23,8 @@ pub enum ComparatorError {
     /// A user comparator's file could not be read.
     #[error("comparator \"{name}\": cannot read {}: {source}", path.display())]
     Read {
-        /// The comparator's name.
         name: String,
-        /// The file.
         path: PathBuf,
-        /// The I/O error.
         source: std::io::Error,
     },
     /// A user comparator's file is not the one pinned in the configuration.
@@ -38,9 +34,7 @@ pub enum ComparatorError {
         path.display()
     )]
     PinMismatch {
-        /// The comparator's name.
         name: String,
-        /// The file.
         path: PathBuf,
         /// The sha256 in the configuration.
         expected: String,
@@ -50,7 +44,6 @@ pub enum ComparatorError {
     /// The pin in the configuration is not a sha256 in hex.
     #[error("comparator \"{name}\": sha256 pin \"{pin}\" is not 64 hex digits")]
     BadPin {
-        /// The comparator's name.
         name: String,
         /// The pin as written.
         pin: String,
@@ -61,7 +54,6 @@ pub enum ComparatorError {
         crate::WIT_VERSION
     )]
     NotAComparator {
-        /// The comparator's name.
         name: String,
         /// What is wrong (compile, link or export-check failure).
         message: String,
@@ -69,7 +61,6 @@ pub enum ComparatorError {
     /// The comparator refused its parameters.
     #[error("comparator \"{name}\": invalid parameters: {message}")]
     InvalidParams {
-        /// The comparator's name.
         name: String,
         /// The comparator's explanation.
         message: String,
@@ -78,7 +69,6 @@ pub enum ComparatorError {
     /// could not be checked.
     #[error("comparator \"{name}\": validate failed: {message}")]
     ValidateFailed {
-        /// The comparator's name.
         name: String,
         /// What happened.
         message: String,
@@ -88,7 +78,6 @@ pub enum ComparatorError {
     Cache {
         /// The cache path involved.
         path: PathBuf,
-        /// What failed.
         message: String,
     },
 }

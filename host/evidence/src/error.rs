@@ -12,7 +12,6 @@ pub enum StoreError {
     Open {
         /// The file (or `:memory:`).
         path: String,
-        /// What SQLite said.
         source: rusqlite::Error,
     },
     /// The file was written by a newer progscore; reading it could misread
@@ -21,9 +20,7 @@ pub enum StoreError {
         "evidence store {path} has schema version {found}, but this progscore knows versions up to {supported}; use a newer progscore or another database file"
     )]
     SchemaTooNew {
-        /// The file.
         path: String,
-        /// Its version.
         found: i64,
         /// The newest version this build knows.
         supported: i64,
@@ -31,26 +28,20 @@ pub enum StoreError {
     /// A migration step failed; the file is left at the previous version.
     #[error("evidence store {path}: migration to schema version {version} failed: {source}")]
     Migration {
-        /// The file.
         path: String,
-        /// The version being migrated to.
         version: i64,
-        /// What SQLite said.
         source: rusqlite::Error,
     },
     /// Any other SQLite failure (busy beyond the timeout, disk full, ...).
     #[error("evidence store: {context}: {source}")]
     Sqlite {
-        /// What was being done.
         context: &'static str,
-        /// What SQLite said.
         source: rusqlite::Error,
     },
     /// An observation with this id is stored with other content. The stored
     /// one stands; it is returned so the caller can use it instead.
     #[error("observation {id} is already stored with different content; the stored copy stands")]
     ObservationConflict {
-        /// The id.
         id: String,
         /// The stored observation.
         stored: Box<Observation>,
@@ -75,15 +66,11 @@ pub enum StoreError {
         what: &'static str,
         /// Its id.
         id: String,
-        /// Why.
         detail: String,
     },
     /// A score names an observation that is not stored.
     #[error("observation {id} is not stored")]
-    ObservationNotStored {
-        /// The id.
-        id: String,
-    },
+    ObservationNotStored { id: String },
     /// A record given to the store is inconsistent in itself.
     #[error("invalid record: {0}")]
     InvalidRecord(String),

@@ -335,3 +335,31 @@ fn a_store_is_shared_by_two_connections_to_one_file() {
     assert_eq!(outcome, RecordOutcome::Linked);
     assert_eq!(a.counts().unwrap().links, 2);
 }
+
+#[test]
+fn a_failed_first_score_rolls_its_observation_back() {
+    let store = EvidenceStore::open_in_memory().unwrap();
+    let obs = observation("obs-1", "9\n");
+    // The score links a second observation that is not stored: the insert
+    // fails after the observation's row was written in the same transaction.
+    let err = store
+        .record_observation_with_score(
+            Some(PROGRAM),
+            &obs,
+            &score(None, &["obs-1", "obs-missing"], Some(true)),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("obs-missing"), "{err}");
+    let counts = store.counts().unwrap();
+    assert_eq!(
+        (
+            counts.programs,
+            counts.observations,
+            counts.scores,
+            counts.links
+        ),
+        (0, 0, 0, 0),
+        "nothing of the failed write stays"
+    );
+    assert!(store.observation("obs-1").unwrap().is_none());
+}

@@ -55,7 +55,6 @@ pub enum ExpectationError {
     /// The profile is not configured.
     #[error("unknown profile `{name}`; configured profiles: {known}")]
     UnknownProfile {
-        /// The name asked for.
         name: String,
         /// Comma-separated configured names.
         known: String,
@@ -63,17 +62,14 @@ pub enum ExpectationError {
     /// A comparator condition was refused.
     #[error("case {case} {stream}: {refusal}")]
     Comparator {
-        /// The case's index.
         case: usize,
         /// `stdout` or `stderr`.
         stream: &'static str,
-        /// Why.
         refusal: ComparatorRefusal,
     },
     /// An invocation cannot be delivered to a program as given.
     #[error("case {case} invocation `{field}` {message}")]
     Invocation {
-        /// The case's index.
         case: usize,
         /// The invocation's field at fault (`args[1]`, `args`, `stdin`).
         field: String,
@@ -106,20 +102,13 @@ impl ExpectationError {
 pub enum ReplayRefusal {
     /// No observation with this id is stored.
     #[error("observation {id} is not stored")]
-    NotStored {
-        /// The id.
-        id: String,
-    },
+    NotStored { id: String },
     /// The observation given differs from the stored copy.
     #[error("observation {id} differs from the stored copy")]
-    Differs {
-        /// The id.
-        id: String,
-    },
+    Differs { id: String },
     /// The stored copy fails its integrity checks.
     #[error("observation {id} is tampered: {detail}")]
     Tampered {
-        /// The id.
         id: String,
         /// What did not match.
         detail: String,
@@ -127,7 +116,6 @@ pub enum ReplayRefusal {
     /// The expectation names another profile than the one that ran.
     #[error("observation {id} ran under profile `{stored}`, the expectation names `{expected}`")]
     OtherProfile {
-        /// The id.
         id: String,
         /// The profile that ran.
         stored: String,
@@ -137,7 +125,6 @@ pub enum ReplayRefusal {
     /// The expectation's invocations are not the ones that ran.
     #[error("observation {id} ran other invocations than the expectation's: {detail}")]
     OtherInvocations {
-        /// The id.
         id: String,
         /// How they differ.
         detail: String,

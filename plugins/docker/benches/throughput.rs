@@ -133,7 +133,17 @@ async fn run_backend(
                     matches!(run.events[0].outcome, Outcome::Exited { exit_code: 0 }),
                     "{run:?}"
                 );
-                assert!(!run.events[0].stdout.data.is_empty());
+                let n: u64 = arg.parse().expect("a number");
+                let sum: u64 = (0..n).map(|k| k * k).sum();
+                let index = program
+                    .rsplit(", ")
+                    .next()
+                    .unwrap_or("")
+                    .trim_end_matches(")\n");
+                assert_eq!(
+                    run.events[0].stdout.data.to_string_lossy().trim(),
+                    format!("{sum} {index}")
+                );
                 began.elapsed()
             }
         })
@@ -146,6 +156,9 @@ async fn run_backend(
 /// The same programs through `docker run` with the same hardening and limits,
 /// output captured to files, `jobs` at a time.
 fn run_cli(dir: &Path, image: &str, programs: &[(String, String)], jobs: usize) -> Duration {
+    // A fresh folder per pass: no output of an earlier pass can stand in.
+    let pass = tempfile::tempdir_in(dir).expect("pass folder");
+    let dir = pass.path();
     let mut lines = String::new();
     for (i, (program, arg)) in programs.iter().enumerate() {
         let path: PathBuf = dir.join(format!("p{i}.py"));
@@ -166,9 +179,11 @@ fn run_cli(dir: &Path, image: &str, programs: &[(String, String)], jobs: usize) 
         .expect("run the CLI loop");
     let wall = started.elapsed();
     assert!(status.success(), "the CLI loop failed");
-    for i in 0..programs.len() {
+    for (i, (_, arg)) in programs.iter().enumerate() {
         let out = std::fs::read_to_string(dir.join(format!("out-{i}"))).unwrap_or_default();
-        assert!(!out.is_empty(), "CLI run {i} printed nothing");
+        let n: u64 = arg.parse().expect("a number");
+        let sum: u64 = (0..n).map(|k| k * k).sum();
+        assert_eq!(out.trim(), format!("{sum} {i}"), "CLI run {i}");
     }
     wall
 }

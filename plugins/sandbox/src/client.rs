@@ -96,10 +96,7 @@ pub enum SandboxError {
     },
     /// The engine could not be reached at all.
     #[error("sandbox engine unavailable: {message}")]
-    EngineUnavailable {
-        /// What failed.
-        message: String,
-    },
+    EngineUnavailable { message: String },
     /// The engine cannot enforce a limit the profile needs.
     #[error("the engine cannot enforce {missing}: {hint}")]
     EngineUnsupported {
@@ -111,9 +108,7 @@ pub enum SandboxError {
     /// The pinned artifact is not present; progscore never pulls or downloads.
     #[error("profile `{profile}`: {artifact} is not present; {hint}")]
     ArtifactMissing {
-        /// Profile name.
         profile: String,
-        /// The image or file.
         artifact: String,
         /// How to provide it.
         hint: String,
@@ -121,9 +116,7 @@ pub enum SandboxError {
     /// The artifact is present but must not be used.
     #[error("profile `{profile}`: {artifact} refused: {reason}")]
     ArtifactRefused {
-        /// Profile name.
         profile: String,
-        /// The image or file.
         artifact: String,
         /// Why (declares volumes, hash mismatch...).
         reason: String,
@@ -133,7 +126,6 @@ pub enum SandboxError {
         "profile `{profile}`: runtime `{runtime}` is not registered with the engine (it lists: {available}); {hint}"
     )]
     RuntimeMissing {
-        /// Profile name.
         profile: String,
         /// The runtime asked for.
         runtime: String,
@@ -145,7 +137,6 @@ pub enum SandboxError {
     /// The profile belongs to another backend.
     #[error("profile `{profile}` uses backend `{backend}`, which this client does not run")]
     WrongBackend {
-        /// Profile name.
         profile: String,
         /// Its backend.
         backend: String,
@@ -156,10 +147,7 @@ pub enum SandboxError {
     InvalidInvocation(#[from] InvalidInvocation),
     /// Any other fault before the run started (workspace creation, ...).
     #[error("sandbox setup failed: {message}")]
-    Setup {
-        /// What failed.
-        message: String,
-    },
+    Setup { message: String },
 }
 
 impl SandboxError {

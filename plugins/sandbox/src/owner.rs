@@ -67,9 +67,7 @@ pub enum OwnerError {
     /// A filesystem operation failed.
     #[error("{what} {path}: {source}")]
     Io {
-        /// What was being done.
         what: &'static str,
-        /// Where.
         path: String,
         /// Why.
         #[source]

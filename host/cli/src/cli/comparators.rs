@@ -8,7 +8,7 @@ use progscore::config::Config;
 use progscore::session::load_comparators;
 use progscore_comparator_host::{ComparisonOutcome, ObservedStream};
 
-use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK};
+use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_UNDETERMINED};
 
 #[derive(Debug, Parser)]
 pub struct ComparatorsArgs {}
@@ -60,7 +60,9 @@ pub fn compare(config: &Config, args: CompareArgs) -> anyhow::Result<u8> {
     let (word, reason, code) = match host.compare(&args.name, &args.params, &stream) {
         Ok(ComparisonOutcome::Match) => ("match", None, EXIT_OK),
         Ok(ComparisonOutcome::Mismatch(reason)) => ("mismatch", Some(reason), EXIT_FAILED),
-        Ok(ComparisonOutcome::Undetermined(reason)) => ("undetermined", Some(reason), 3),
+        Ok(ComparisonOutcome::Undetermined(reason)) => {
+            ("undetermined", Some(reason), EXIT_UNDETERMINED)
+        }
         Err(err) => {
             eprintln!("progscore: {err}");
             return Ok(EXIT_ERROR);

@@ -20,6 +20,8 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
 /// Exit status: usage or configuration error.
 pub const EXIT_ERROR: u8 = 2;
+/// Exit status of `compare`: the comparator could not decide.
+pub const EXIT_UNDETERMINED: u8 = 3;
 /// Exit status: the sandbox could not run some items (a profile refused at
 /// preflight, an engine that stopped answering); nothing was stored for them.
 pub const EXIT_UNAVAILABLE: u8 = 3;
@@ -163,8 +165,24 @@ pub async fn dispatch(args: Args) -> u8 {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("progscore: {err:#}");
+            eprintln!("progscore: {}", chain(&err));
             EXIT_ERROR
         }
     }
+}
+
+/// An error and its causes, each said once: an error whose message already
+/// quotes its cause (most of this project's do) is not followed by it again.
+fn chain(err: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            if !message.is_empty() {
+                message.push_str(": ");
+            }
+            message.push_str(&text);
+        }
+    }
+    message
 }

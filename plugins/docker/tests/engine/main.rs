@@ -10,7 +10,7 @@ mod proxy;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bollard::Docker;
 use bollard::query_parameters::InspectContainerOptions;
@@ -279,12 +279,8 @@ on_both_runtimes! {
         let p = profile_with(name, |s| s.limits.timeout = "2s".into());
         let h = harness(vec![p]);
         for program in ["while True:\n    pass\n", "import time\nprint('started', flush=True)\ntime.sleep(60)\n"] {
-            let started = Instant::now();
             let run = h.run_one(name, program, &[]).await;
-            let took = started.elapsed();
             assert_eq!(run.events[0].outcome, Outcome::timed_out(), "{run:?}");
-            // The deadline plus a grace for kill and removal on a loaded 2-core machine.
-            assert!(took < Duration::from_secs(2 + 6), "took {took:?}");
         }
         h.assert_clean().await;
     };
@@ -334,8 +330,6 @@ on_both_runtimes! {
             "{run:?}"
         );
         assert_eq!(stdout(&run, 0), "spin\n");
-        // Stopped by the CPU limit, long before the 10 s wall limit.
-        assert!(run.events[0].duration_ms < 5000, "{run:?}");
         h.assert_clean().await;
     };
 
@@ -413,11 +407,11 @@ on_both_runtimes! {
 
     orphaned_children_do_not_keep_the_run_alive => |name: &'static str| async move {
         let program = "import os, time\nif os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\nprint('parent done')\n";
+        // The orphan sleeps past the limit: had it kept the run alive, the run
+        // would have timed out instead of exiting.
         let h = harness(vec![profile_with(name, |s| s.limits.timeout = "20s".into())]);
-        let started = Instant::now();
         let run = h.run_one(name, program, &[]).await;
         assert_eq!(exit_code(&run, 0), 0, "{run:?}");
-        assert!(started.elapsed() < Duration::from_secs(15));
     };
 }
 
@@ -573,42 +567,39 @@ async fn doctor_reports_a_usable_engine_and_profiles() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_workspace_is_private_while_running_and_gone_after() {
     let h = harness(vec![profile(RUNC)]);
-    let program = "import time\ntime.sleep(3)\nprint('done')\n";
-    let run = h.run_one(RUNC, program, &[]);
+    // The program waits until the test has looked, then ends.
+    let program = "import time\ntime.sleep(60)\n";
+    let invocations = [Invocation::default()];
+    let mut run = h.client.execute(program.as_bytes(), RUNC, &invocations);
     let observe = async {
-        let engine = docker();
-        for _ in 0..100 {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            let Some(name) = h.client.owned_containers().await.unwrap().pop() else {
-                continue;
-            };
-            let Ok(inspect) = engine
-                .inspect_container(&name, None::<InspectContainerOptions>)
-                .await
-            else {
-                continue;
-            };
-            let source = inspect
-                .mounts
-                .unwrap_or_default()
-                .into_iter()
-                .find(|m| m.destination.as_deref() == Some("/sandbox/program"))
-                .and_then(|m| m.source)
-                .expect("program mount");
-            let folder = Path::new(&source).parent().unwrap().to_path_buf();
-            let mode = std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777;
-            return (folder, mode);
-        }
-        panic!("never saw the running container");
+        wait_for_owned_container(&h).await;
+        let name = owned_by(h.client.owner()).await.pop().expect("a container");
+        let inspect = docker()
+            .inspect_container(&name, None::<InspectContainerOptions>)
+            .await
+            .expect("inspect");
+        let source = inspect
+            .mounts
+            .unwrap_or_default()
+            .into_iter()
+            .find(|m| m.destination.as_deref() == Some("/sandbox/program"))
+            .and_then(|m| m.source)
+            .expect("program mount");
+        let folder = Path::new(&source).parent().unwrap().to_path_buf();
+        let mode = std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777;
+        (folder, mode)
     };
-    let (run, (folder, mode)) = tokio::join!(run, observe);
-    assert_eq!(stdout(&run, 0), "done\n");
+    let (folder, mode) = tokio::select! {
+        run = &mut run => panic!("the program should still be running: {run:?}"),
+        seen = observe => seen,
+    };
+    // Dropping the call stops it; its cleanup is done when the drop returns.
+    drop(run);
     assert_eq!(mode, 0o700, "workspace {folder:?} mode {mode:o}");
     assert!(folder.starts_with(h.client.owner_dir()));
     assert!(!folder.exists(), "workspace {folder:?} still exists");
     h.assert_clean().await;
 }
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellations_at_random_points_leave_nothing_behind() {
     let h = harness(vec![profile(RUNC)]);
@@ -713,6 +704,18 @@ async fn an_engine_that_stays_gone_refuses_the_run() {
     let left = owned_by(client.owner()).await;
     assert_eq!(left.len(), 1, "{left:?}");
     remove_for_real(&left[0]).await;
+    let workspaces = entries(client.owner_dir());
+    assert!(
+        workspaces.is_empty(),
+        "workspaces left behind: {workspaces:?}"
+    );
+}
+
+/// What a folder holds.
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
 }
 
 /// Names of the real engine's containers labelled with `owner`.
@@ -796,6 +799,30 @@ async fn a_failed_removal_is_a_warning_and_stops_later_invocations() {
         vec![name.clone()]
     );
     remove_for_real(&name).await;
+    // The workspace goes even when a container could not.
+    let workspaces = entries(h.client.owner_dir());
+    assert!(
+        workspaces.is_empty(),
+        "workspaces left behind: {workspaces:?}"
+    );
+}
+
+/// A caller on a current-thread runtime drops a running call: the drop waits
+/// for the cleanup, which runs on the client's own runtime, so it neither
+/// deadlocks the caller's nor leaves anything behind.
+#[tokio::test]
+async fn dropping_a_call_on_a_current_thread_runtime_cleans_up() {
+    let h = harness(vec![profile(RUNC)]);
+    let invocations = [Invocation::default()];
+    let mut run = h
+        .client
+        .execute(b"import time\ntime.sleep(60)\n", RUNC, &invocations);
+    tokio::select! {
+        run = &mut run => panic!("the program should still be running: {run:?}"),
+        () = wait_for_owned_container(&h) => {}
+    }
+    drop(run);
+    h.assert_clean().await;
 }
 
 async fn remove_for_real(name: &str) {

@@ -11,18 +11,11 @@ pub enum ProfileError {
     #[error(
         "profile `{profile}`: image `{image}` is not pinned; give `repo@sha256:<64 hex digest>` or `sha256:<64 hex image id>`, never a tag"
     )]
-    UnpinnedImage {
-        /// Profile name.
-        profile: String,
-        /// What was given.
-        image: String,
-    },
+    UnpinnedImage { profile: String, image: String },
     /// A field the backend needs is absent.
     #[error("profile `{profile}`: backend `{backend}` needs field `{field}`")]
     MissingField {
-        /// Profile name.
         profile: String,
-        /// Backend.
         backend: Backend,
         /// The missing field.
         field: &'static str,
@@ -30,27 +23,19 @@ pub enum ProfileError {
     /// A field that makes no sense for this backend.
     #[error("profile `{profile}`: field `{field}` does not apply to backend `{backend}`")]
     FieldNotForBackend {
-        /// Profile name.
         profile: String,
-        /// Backend.
         backend: Backend,
-        /// The field.
         field: &'static str,
     },
     /// The command is empty or has an empty word.
     #[error("profile `{profile}`: `command` must be a non-empty list of non-empty strings")]
-    BadCommand {
-        /// Profile name.
-        profile: String,
-    },
+    BadCommand { profile: String },
     /// A limit could not be understood or is out of range.
     #[error("profile `{profile}`: limits.{field} = {value:?}: {reason}")]
     BadLimit {
-        /// Profile name.
         profile: String,
         /// Field under `limits`.
         field: &'static str,
-        /// What was given.
         value: String,
         /// Why it was refused.
         reason: String,
@@ -58,29 +43,16 @@ pub enum ProfileError {
     /// A pinned file's sha256 is not 64 lower-case hex digits.
     #[error("profile `{profile}`: {field}.sha256 = {value:?} is not 64 lower-case hex digits")]
     BadSha256 {
-        /// Profile name.
         profile: String,
-        /// Which file.
         field: &'static str,
-        /// What was given.
         value: String,
     },
     /// The user is not a non-root numeric `UID[:GID]`.
     #[error(
         "profile `{profile}`: user {user:?} must be a numeric, non-root `UID` or `UID:GID` (e.g. \"65534:65534\")"
     )]
-    BadUser {
-        /// Profile name.
-        profile: String,
-        /// What was given.
-        user: String,
-    },
+    BadUser { profile: String, user: String },
     /// The runtime name is not a plain word.
     #[error("profile `{profile}`: runtime {runtime:?} is not a valid runtime name")]
-    BadRuntime {
-        /// Profile name.
-        profile: String,
-        /// What was given.
-        runtime: String,
-    },
+    BadRuntime { profile: String, runtime: String },
 }
