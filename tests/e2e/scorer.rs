@@ -62,9 +62,11 @@ struct Engine {
 /// race; streaming avoids the engine's short event backlog).
 struct ContainerEvents {
     child: std::process::Child,
-    /// (event, container id), in the engine's order.
-    seen: Arc<(std::sync::Mutex<Vec<(String, String)>>, std::sync::Condvar)>,
+    seen: Arc<SeenEvents>,
 }
+
+/// (event, container id) pairs in the engine's order, and a signal on each.
+type SeenEvents = (std::sync::Mutex<Vec<(String, String)>>, std::sync::Condvar);
 
 impl ContainerEvents {
     fn follow(owner: &str, since: SystemTime) -> ContainerEvents {
@@ -88,7 +90,7 @@ impl ContainerEvents {
             .spawn()
             .expect("the docker CLI runs");
         let stdout = child.stdout.take().expect("piped stdout");
-        let seen = Arc::new((std::sync::Mutex::new(Vec::new()), std::sync::Condvar::new()));
+        let seen: Arc<SeenEvents> = Arc::default();
         let sink = seen.clone();
         std::thread::spawn(move || {
             use std::io::BufRead;
