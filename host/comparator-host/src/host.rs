@@ -2,15 +2,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use wasmtime::component::Linker;
 use wasmtime::{Engine, Store, Trap};
 
 use crate::cache::ComponentCache;
 use crate::guest::GuestState;
+use crate::options::HostOptions;
 use crate::runtime::{
-    Slots, cap_reason, new_engine, new_linker, run_now, sha256_hex, start_ticker,
+    EPOCH_TICK, Slots, cap_reason, new_engine, new_linker, run_now, sha256_hex, start_ticker,
 };
 use crate::{ComparatorError, ComparisonOutcome, ObservedStream};
 
@@ -23,60 +23,6 @@ mod bindings {
 }
 
 use bindings::{Comparator, ComparatorPre};
-
-/// How often the deadline clock ticks; a call's deadline is met within one tick.
-pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
-
-/// Bytes of each pooled linear memory kept resident between calls.
-pub(crate) const KEEP_RESIDENT: usize = 2 << 20;
-
-/// Longest reason kept from a guest; a comparator's reason is for a human.
-pub(crate) const MAX_REASON_BYTES: usize = 4096;
-
-/// The WASI clock interface whose waiting functions are replaced (see
-/// [`deny_waiting`]). Tied to the WASI version of the pinned wasmtime-wasi.
-pub(crate) const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.12";
-
-/// Settings of a [`ComparatorHost`].
-#[derive(Debug, Clone)]
-pub struct HostOptions {
-    /// Where compiled comparators are cached; `None` compiles at every start.
-    pub cache_dir: Option<PathBuf>,
-    /// Wall-clock budget of one `validate` or `compare` call.
-    pub call_timeout: Duration,
-    /// Linear-memory cap of one call, in bytes.
-    pub memory_limit: usize,
-    /// Calls running at once; more wait for a free slot. Also sizes the
-    /// pooling allocator.
-    pub max_concurrent_calls: u32,
-}
-
-impl Default for HostOptions {
-    fn default() -> Self {
-        HostOptions {
-            cache_dir: HostOptions::default_cache_dir(),
-            call_timeout: Duration::from_secs(2),
-            memory_limit: 64 << 20,
-            max_concurrent_calls: 16,
-        }
-    }
-}
-
-impl HostOptions {
-    /// `$XDG_CACHE_HOME/progscore/comparators`, else
-    /// `$HOME/.cache/progscore/comparators`; `None` when neither is set.
-    pub fn default_cache_dir() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .filter(|v| !v.is_empty())
-                    .map(|home| PathBuf::from(home).join(".cache"))
-            })?;
-        Some(base.join("progscore").join("comparators"))
-    }
-}
 
 /// Where a registered comparator came from. Serializes as
 /// `{"kind": "builtin"}` or `{"kind": "user", "path": "..."}`.

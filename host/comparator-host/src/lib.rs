@@ -25,10 +25,12 @@ mod cache;
 mod error;
 mod guest;
 mod host;
+mod options;
 mod runtime;
 
 pub use error::ComparatorError;
-pub use host::{ComparatorHost, ComparatorInfo, ComparatorSource, HostOptions};
+pub use host::{ComparatorHost, ComparatorInfo, ComparatorSource};
+pub use options::HostOptions;
 
 /// The WIT package version this host implements.
 pub const WIT_VERSION: &str = "0.1.0";

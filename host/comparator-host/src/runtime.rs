@@ -6,6 +6,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Linker, Resource};
@@ -16,7 +17,20 @@ use wasmtime_wasi::p2::DynPollable;
 
 use crate::ComparatorError;
 use crate::guest::GuestState;
-use crate::host::{EPOCH_TICK, HostOptions, KEEP_RESIDENT, MAX_REASON_BYTES, MONOTONIC_CLOCK};
+use crate::options::HostOptions;
+
+/// How often the deadline clock ticks; a call's deadline is met within one tick.
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Bytes of each pooled linear memory kept resident between calls.
+pub(crate) const KEEP_RESIDENT: usize = 2 << 20;
+
+/// Longest reason kept from a guest; a comparator's reason is for a human.
+pub(crate) const MAX_REASON_BYTES: usize = 4096;
+
+/// The WASI clock interface whose waiting functions are replaced (see
+/// [`deny_waiting`]). Tied to the WASI version of the pinned wasmtime-wasi.
+pub(crate) const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.12";
 
 pub(crate) fn new_engine(options: &HostOptions) -> Result<Engine, ComparatorError> {
     let slots = options.max_concurrent_calls.max(1);

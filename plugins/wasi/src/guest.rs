@@ -46,13 +46,6 @@ const ASYNC_STACK: usize = 16 << 20;
 /// Table elements a guest may grow to. CPython's tables are fixed; this only
 /// stops a hostile module-level grow from eating host memory.
 const MAX_TABLE_ELEMENTS: usize = 1 << 20;
-/// Exit status recorded for a guest that trapped on stack exhaustion, as a
-/// native process killed by SIGSEGV would report it.
-pub(crate) const EXIT_STACK_OVERFLOW: i64 = 128 + 11;
-/// Exit status recorded for any other trap (`abort()`, `unreachable`), as a
-/// native process killed by SIGABRT would report it.
-pub(crate) const EXIT_TRAP: i64 = 128 + 6;
-
 /// Everything one invocation needs, as sent to a worker process.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct GuestRequest {

@@ -5,7 +5,13 @@ use wasmtime::Trap;
 use wasmtime_wasi::I32Exit;
 
 use crate::clock::Stop;
-use crate::guest::{EXIT_STACK_OVERFLOW, EXIT_TRAP};
+
+/// Exit status recorded for a guest that trapped on stack exhaustion, as a
+/// native process killed by SIGSEGV would report it.
+pub(crate) const EXIT_STACK_OVERFLOW: i64 = 128 + 11;
+/// Exit status recorded for any other trap (`abort()`, `unreachable`), as a
+/// native process killed by SIGABRT would report it.
+pub(crate) const EXIT_TRAP: i64 = 128 + 6;
 
 /// Maps how the guest ended to an outcome.
 ///
