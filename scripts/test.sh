@@ -20,5 +20,23 @@ export PROGSCORE_CONFIG="$REPO_ROOT/progscore.toml"
 # The end-to-end tests drive the built binary.
 phase "build" cargo build --locked -p progscore
 phase "tests" cargo test --workspace --all-features --locked --no-fail-fast "$@"
+# The Python package: built into a cached virtual environment (with the
+# workspace's dev build, so nothing is compiled twice), tested with pytest
+# against the real engine; its example, tests and benchmark checked by mypy --strict.
+python_package() {
+    local venv=/var/cache/progscore/venv
+    if ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then
+        python3 -c 'import ensurepip, venv' 2>/dev/null ||
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+    fi
+    "$venv/bin/pip" install -q -r host/python/requirements-test.txt
+    PATH="$venv/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" \
+        "$venv/bin/pip" install -q --no-build-isolation --force-reinstall --no-deps ./host/python
+    (cd host/python && "$venv/bin/python" -m pytest -q -p no:cacheprovider)
+    (cd host/python && "$venv/bin/python" -m mypy --strict --cache-dir /var/cache/progscore/mypy tests benches)
+}
+phase "python package" python_package
 # The guests' own unit tests (their workspace is apart: it builds for wasm32-wasip2).
 phase "guest unit tests" cargo test --locked --manifest-path guests/Cargo.toml --workspace

@@ -81,6 +81,18 @@ impl Backends {
         })
     }
 
+    /// The owner name the Docker backend labels its containers with
+    /// (`progscore.owner=<owner>`), when a profile uses Docker.
+    pub fn docker_owner(&self) -> Option<&str> {
+        self.docker.as_ref().map(DockerClient::owner)
+    }
+
+    /// The folder holding the Docker backend's per-run workspaces (empty
+    /// between runs), when a profile uses Docker.
+    pub fn docker_workspaces(&self) -> Option<&std::path::Path> {
+        self.docker.as_ref().map(DockerClient::owner_dir)
+    }
+
     /// The Docker engine's report, when a profile uses Docker.
     pub async fn docker_report(&self) -> Option<EngineReport> {
         match &self.docker {

@@ -1,0 +1,386 @@
+//! `progscore._native`: the host's crates behind a small Python surface.
+//!
+//! Everything crosses the boundary once, as JSON in the shapes the CLI and
+//! the store already use (profiles, invocations, expectations, runs,
+//! observations, scores); the Python package (`python/progscore`) turns it
+//! into typed objects. Work runs on this module's tokio runtime, never on
+//! the caller's event loop, as [`NativeTask`]s: the loop is woken when one
+//! ends, and reads its outcome on its own thread (see `task.rs` for why
+//! progscore's threads never touch Python).
+
+mod task;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use progscore::backends::{Backends, WasiWorkers};
+use progscore::comparators::WasmComparators;
+use progscore::config::{Config, DockerSettings, UserComparator};
+use progscore_comparator_host::{ComparatorHost, HostOptions};
+use progscore_sandbox::{Invocation, ProfileSpec, RuntimeProfile, SandboxClient};
+use progscore_scoring::evidence::{EvidenceStore, Observation, ScoreFilter};
+use progscore_scoring::{
+    ObservationRef, OutputComparator, ProgramExecutionScorer, ProgramExecutionSource, ProgramInput,
+    ReplayRequest, RescoreRequest, ScoreRequest, ScoringError, ScoringExpectation,
+};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use tokio_util::sync::CancellationToken;
+
+use crate::task::{Failure, NativeTask, NativeWaker};
+
+create_exception!(
+    _native,
+    ProgscoreError,
+    PyException,
+    "Any error of progscore."
+);
+create_exception!(
+    _native,
+    InvalidExpectationError,
+    ProgscoreError,
+    "An expectation (or a profile, or an invocation) is invalid; nothing ran."
+);
+create_exception!(
+    _native,
+    SandboxRefusedError,
+    ProgscoreError,
+    "The sandbox refused the run: nothing of the program's behaviour is known, nothing was stored."
+);
+create_exception!(
+    _native,
+    ReplayRefusedError,
+    ProgscoreError,
+    "A replay was refused (not stored, tampered, other profile or invocations); nothing was written."
+);
+create_exception!(
+    _native,
+    EvidenceStoreError,
+    ProgscoreError,
+    "The evidence store failed."
+);
+
+/// The sandboxes of a set of profiles (Docker, gVisor, WASI), and the user
+/// comparators a config names.
+#[pyclass(frozen, module = "progscore._native")]
+struct NativeClient {
+    backends: Arc<Backends>,
+    profiles: Vec<RuntimeProfile>,
+    comparators: Vec<UserComparator>,
+}
+
+#[pymethods]
+impl NativeClient {
+    /// Profiles given as JSON: `{"name": {ProfileSpec as in the config}}`.
+    #[staticmethod]
+    fn from_profiles(profiles_json: &str) -> PyResult<NativeClient> {
+        let specs: BTreeMap<String, ProfileSpec> = serde_json::from_str(profiles_json)
+            .map_err(|e| InvalidExpectationError::new_err(format!("profiles: {e}")))?;
+        let profiles = specs
+            .iter()
+            .map(|(name, spec)| RuntimeProfile::from_spec(name, spec, Path::new(".")))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
+        NativeClient::build(profiles, DockerSettings::default(), Vec::new())
+    }
+
+    /// Every profile and user comparator of a progscore.toml.
+    #[staticmethod]
+    fn from_config(path: PathBuf) -> PyResult<NativeClient> {
+        let config =
+            Config::load(&path).map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
+        NativeClient::build(config.profiles, config.docker, config.comparators)
+    }
+
+    /// The configured profiles' names, sorted.
+    fn profile_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.profiles.iter().map(|p| p.name.clone()).collect();
+        names.sort();
+        names
+    }
+
+    /// The value of the `progscore.owner` label on this client's
+    /// containers (None without a Docker profile).
+    fn docker_owner(&self) -> Option<String> {
+        self.backends.docker_owner().map(str::to_owned)
+    }
+
+    /// The folder of this client's per-run workspaces (None without a
+    /// Docker profile).
+    fn docker_workspaces(&self) -> Option<String> {
+        self.backends
+            .docker_workspaces()
+            .map(|dir| dir.to_string_lossy().into_owned())
+    }
+
+    /// Starts running `program` once per invocation (JSON list); the task's
+    /// result is the run as JSON.
+    fn start_execute(
+        &self,
+        waker: &NativeWaker,
+        program: Vec<u8>,
+        profile: String,
+        invocations_json: &str,
+    ) -> PyResult<NativeTask> {
+        let invocations: Vec<Invocation> = serde_json::from_str(invocations_json)
+            .map_err(|e| InvalidExpectationError::new_err(format!("invocations: {e}")))?;
+        let backends = self.backends.clone();
+        Ok(NativeTask::spawn(
+            waker,
+            move |token: CancellationToken| async move {
+                let run = tokio::select! {
+                    biased;
+                    // Dropping the run stops it; the drop returns after the
+                    // sandbox's cleanup.
+                    () = token.cancelled() => return Err(Failure::Cancelled),
+                    run = backends.execute(&program, &profile, &invocations) => run,
+                };
+                let run = run.map_err(|e| Failure::Refused(e.to_string()))?;
+                serde_json::to_string(&run).map_err(|e| Failure::Other(e.to_string()))
+            },
+        ))
+    }
+}
+
+impl NativeClient {
+    fn build(
+        profiles: Vec<RuntimeProfile>,
+        docker: DockerSettings,
+        comparators: Vec<UserComparator>,
+    ) -> PyResult<NativeClient> {
+        let backends = Backends::build(profiles.clone(), docker.options(), wasi_workers())
+            .map_err(|e| SandboxRefusedError::new_err(e.to_string()))?;
+        Ok(NativeClient {
+            backends: Arc::new(backends),
+            profiles,
+            comparators,
+        })
+    }
+}
+
+/// WASI guests run in worker processes when the progscore binary is on the
+/// PATH (it doubles as the worker), else on threads of this process.
+fn wasi_workers() -> WasiWorkers {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("progscore"))
+            .find(|candidate| candidate.is_file())
+    });
+    match on_path {
+        Some(binary) => {
+            let mut command = progscore_wasi::WorkerCommand::new(binary);
+            command
+                .env
+                .push((progscore_wasi::WORKER_ENV.into(), "1".into()));
+            WasiWorkers::Command(command)
+        }
+        None => WasiWorkers::Auto,
+    }
+}
+
+/// The SQLite evidence store (the same file the CLI uses).
+#[pyclass(frozen, module = "progscore._native")]
+struct NativeStore {
+    store: Arc<EvidenceStore>,
+}
+
+#[pymethods]
+impl NativeStore {
+    #[new]
+    fn new(path: PathBuf) -> PyResult<NativeStore> {
+        let store =
+            EvidenceStore::open(&path).map_err(|e| EvidenceStoreError::new_err(e.to_string()))?;
+        Ok(NativeStore {
+            store: Arc::new(store),
+        })
+    }
+
+    /// Reads the stored observations with these ids, in order; the task's
+    /// result is a JSON list of each observation's JSON (as stored, so that a
+    /// replay can prove it unchanged). An id that is not stored is an error
+    /// naming it.
+    fn start_observations(&self, waker: &NativeWaker, ids: Vec<String>) -> NativeTask {
+        let store = self.store.clone();
+        NativeTask::spawn_blocking(waker, move || {
+            let records = ids
+                .iter()
+                .map(|id| match store.observation(id) {
+                    Ok(Some(observation)) => serde_json::to_string(&observation)
+                        .map_err(|e| Failure::Store(e.to_string())),
+                    Ok(None) => Err(Failure::Replay(format!("observation {id} is not stored"))),
+                    Err(e) => Err(Failure::Store(e.to_string())),
+                })
+                .collect::<Result<Vec<String>, Failure>>()?;
+            serde_json::to_string(&records).map_err(|e| Failure::Other(e.to_string()))
+        })
+    }
+
+    /// Reads stored scores (newest first), filtered by item or observation;
+    /// the task's result is their JSON list.
+    #[pyo3(signature = (waker, item_id=None, observation_id=None))]
+    fn start_scores(
+        &self,
+        waker: &NativeWaker,
+        item_id: Option<String>,
+        observation_id: Option<String>,
+    ) -> NativeTask {
+        let store = self.store.clone();
+        NativeTask::spawn_blocking(waker, move || {
+            let filter = ScoreFilter {
+                item_id,
+                observation_id,
+                ..ScoreFilter::default()
+            };
+            let scores = store
+                .list_scores(&filter)
+                .map_err(|e| Failure::Store(e.to_string()))?;
+            serde_json::to_string(&scores).map_err(|e| Failure::Other(e.to_string()))
+        })
+    }
+}
+
+/// Scores programs through a client's sandboxes into a store, with the
+/// built-in comparators and the client's user comparators.
+#[pyclass(frozen, module = "progscore._native")]
+struct NativeScorer {
+    scorer: Arc<ProgramExecutionScorer>,
+}
+
+#[pymethods]
+impl NativeScorer {
+    #[new]
+    fn new(client: &NativeClient, store: &NativeStore) -> PyResult<NativeScorer> {
+        let mut host = ComparatorHost::new(HostOptions::default())
+            .map_err(|e| ProgscoreError::new_err(e.to_string()))?;
+        host.register_builtins()
+            .map_err(|e| ProgscoreError::new_err(e.to_string()))?;
+        for user in &client.comparators {
+            host.register_user(&user.name, &user.path, &user.sha256)
+                .map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
+        }
+        let comparators: Arc<dyn OutputComparator> = Arc::new(WasmComparators(Arc::new(host)));
+        let client: Arc<dyn SandboxClient> = client.backends.clone();
+        let source = ProgramExecutionSource::new(client, store.store.clone());
+        Ok(NativeScorer {
+            scorer: Arc::new(ProgramExecutionScorer::new(source, comparators)),
+        })
+    }
+
+    /// Checks an expectation (JSON) as scoring would, running nothing.
+    fn validate(&self, expectation_json: &str) -> PyResult<()> {
+        let expectation = parse_expectation(expectation_json)?;
+        self.scorer
+            .validate(&expectation)
+            .map_err(|e| InvalidExpectationError::new_err(e.to_string()))
+    }
+
+    /// Starts scoring `program`; the task's result is the score as JSON.
+    #[pyo3(signature = (waker, program, expectation_json, item_id=None, fresh=false))]
+    fn start_score(
+        &self,
+        waker: &NativeWaker,
+        program: Vec<u8>,
+        expectation_json: &str,
+        item_id: Option<String>,
+        fresh: bool,
+    ) -> PyResult<NativeTask> {
+        let expectation = parse_expectation(expectation_json)?;
+        // Refused here, before anything runs or a task exists.
+        self.scorer
+            .validate(&expectation)
+            .map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
+        let scorer = self.scorer.clone();
+        Ok(NativeTask::spawn(waker, move |token| async move {
+            let mut request = ScoreRequest::new(ProgramInput::Inline(program), expectation)
+                .fresh(fresh)
+                .cancel(token);
+            request.item_id = item_id;
+            let score = scorer.score(request).await.map_err(Failure::from)?;
+            serde_json::to_string(&score).map_err(|e| Failure::Other(e.to_string()))
+        }))
+    }
+
+    /// Scores a stored observation (JSON, identical to the stored copy)
+    /// against an expectation; runs nothing. The task's result is the score.
+    #[pyo3(signature = (waker, observation_json, expectation_json, item_id=None))]
+    fn start_replay(
+        &self,
+        waker: &NativeWaker,
+        observation_json: &str,
+        expectation_json: &str,
+        item_id: Option<String>,
+    ) -> PyResult<NativeTask> {
+        let observation: Observation = serde_json::from_str(observation_json)
+            .map_err(|e| ReplayRefusedError::new_err(format!("not an observation: {e}")))?;
+        let expectation = parse_expectation(expectation_json)?;
+        let scorer = self.scorer.clone();
+        Ok(NativeTask::spawn_blocking(waker, move || {
+            let score = scorer.replayer().replay(ReplayRequest {
+                item_id,
+                observation: ObservationRef::Given(Box::new(observation)),
+                expectation,
+            })?;
+            serde_json::to_string(&score).map_err(|e| Failure::Other(e.to_string()))
+        }))
+    }
+
+    /// Re-grades `program` from stored evidence only; the task's result is
+    /// the score and the item's previous one.
+    #[pyo3(signature = (waker, program, expectation_json, item_id=None))]
+    fn start_rescore(
+        &self,
+        waker: &NativeWaker,
+        program: Vec<u8>,
+        expectation_json: &str,
+        item_id: Option<String>,
+    ) -> PyResult<NativeTask> {
+        let expectation = parse_expectation(expectation_json)?;
+        let scorer = self.scorer.clone();
+        Ok(NativeTask::spawn_blocking(waker, move || {
+            let rescored = scorer.replayer().rescore(RescoreRequest {
+                item_id,
+                program: ProgramInput::Inline(program),
+                expectation,
+            })?;
+            serde_json::to_string(&rescored).map_err(|e| Failure::Other(e.to_string()))
+        }))
+    }
+}
+
+fn parse_expectation(json: &str) -> PyResult<ScoringExpectation> {
+    serde_json::from_str(json).map_err(|e| InvalidExpectationError::new_err(e.to_string()))
+}
+
+impl From<ScoringError> for Failure {
+    fn from(error: ScoringError) -> Failure {
+        match error {
+            ScoringError::Cancelled => Failure::Cancelled,
+            ScoringError::Expectation(e) => Failure::Invalid(e.to_string()),
+            ScoringError::Refused(e) => Failure::Refused(e.to_string()),
+            ScoringError::Replay(e) => Failure::Replay(e.to_string()),
+            ScoringError::Store(e) => Failure::Store(e.to_string()),
+            other => Failure::Other(other.to_string()),
+        }
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<NativeClient>()?;
+    m.add_class::<NativeStore>()?;
+    m.add_class::<NativeScorer>()?;
+    m.add_class::<NativeTask>()?;
+    m.add_class::<NativeWaker>()?;
+    let py = m.py();
+    m.add("ProgscoreError", py.get_type::<ProgscoreError>())?;
+    m.add(
+        "InvalidExpectationError",
+        py.get_type::<InvalidExpectationError>(),
+    )?;
+    m.add("SandboxRefusedError", py.get_type::<SandboxRefusedError>())?;
+    m.add("ReplayRefusedError", py.get_type::<ReplayRefusedError>())?;
+    m.add("EvidenceStoreError", py.get_type::<EvidenceStoreError>())?;
+    Ok(())
+}
