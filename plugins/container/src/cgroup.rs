@@ -12,12 +12,18 @@
 //! this process seeing the host's cgroup mounts (no cgroup namespace between
 //! them). When that does not hold, nothing is measured and the backend falls
 //! back to counting its own programs (see `progscore_sandbox::timing`).
+//!
+//! The OCI backend also sets the memory limit on the parent
+//! ([`InvocationCgroup::create_with_memory_limit`]): the kernel then counts an
+//! OOM kill there, where it can still be read after the runtime removed the
+//! container's own cgroup.
 //! cgroup v1 is what this project's machines run; the v2 reading follows the
 //! kernel's documented files (`cpu.stat`, `memory.peak`, `cgroup.threads`).
 
 use std::collections::HashMap;
 use std::fs;
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,7 +32,7 @@ const ROOT: &str = "progscore";
 
 /// Where the cgroup hierarchies are mounted, as seen from this process.
 #[derive(Debug, Clone)]
-pub(crate) struct Cgroups {
+pub struct Cgroups {
     layout: Layout,
     /// Every hierarchy the runtime creates folders in (removal visits all).
     hierarchies: Vec<PathBuf>,
@@ -38,6 +44,7 @@ enum Layout {
         cpuacct: PathBuf,
         cpu: PathBuf,
         memory: PathBuf,
+        pids: Option<PathBuf>,
     },
     V2 {
         root: PathBuf,
@@ -46,7 +53,7 @@ enum Layout {
 
 /// The figures of one sample of a running container's threads.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct WaitSample {
+pub struct WaitSample {
     /// Per thread: nanoseconds spent ready to run but waiting for a CPU.
     waits: HashMap<u32, u64>,
     /// Nanoseconds the container's CPU quota held it back.
@@ -58,7 +65,7 @@ impl WaitSample {
     /// summed over threads (more than the program lost when several of its
     /// threads waited at once: an error on the side of more time), less the
     /// time its own CPU quota held it back.
-    pub(crate) fn excess_since(&self, earlier: &WaitSample) -> Duration {
+    pub fn excess_since(&self, earlier: &WaitSample) -> Duration {
         let waited: u64 = self
             .waits
             .iter()
@@ -73,12 +80,54 @@ impl Cgroups {
     /// The host's cgroup mounts, when the engine's cgroups can be found in
     /// them: the engine uses the `cgroupfs` driver and the hierarchies are
     /// mounted here at their roots.
-    pub(crate) fn discover(driver: Option<&str>, version: Option<&str>) -> Option<Cgroups> {
+    pub fn discover(driver: Option<&str>, version: Option<&str>) -> Option<Cgroups> {
         if driver != Some("cgroupfs") {
             return None;
         }
         let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
         Cgroups::from_mountinfo(&mountinfo, version)
+    }
+
+    /// This host's cgroup mounts as an OCI runtime with the cgroupfs driver
+    /// uses them: v1 when its cpu, cpuacct and memory hierarchies are
+    /// mounted, else v2.
+    pub fn discover_host() -> Option<Cgroups> {
+        let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+        Cgroups::from_mountinfo(&mountinfo, Some("1"))
+            .or_else(|| Cgroups::from_mountinfo(&mountinfo, Some("2")))
+    }
+
+    /// The controllers progscore needs to enforce a profile's limits that
+    /// this host does not offer: memory (with swap accounting, so that
+    /// swap can be capped too), cpu, and pids.
+    pub fn missing_controllers(&self) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        match &self.layout {
+            Layout::V1 {
+                cpu, memory, pids, ..
+            } => {
+                if !memory.join("memory.memsw.limit_in_bytes").exists() {
+                    missing.push("memory swap accounting (memory.memsw.limit_in_bytes)");
+                }
+                if !cpu.join("cpu.cfs_quota_us").exists() {
+                    missing.push("cpu quota (cpu.cfs_quota_us)");
+                }
+                if pids.is_none() {
+                    missing.push("pids");
+                }
+            }
+            Layout::V2 { root } => {
+                let offered = fs::read_to_string(root.join("cgroup.subtree_control"))
+                    .or_else(|_| fs::read_to_string(root.join("cgroup.controllers")))
+                    .unwrap_or_default();
+                for controller in ["memory", "cpu", "pids"] {
+                    if !offered.split_whitespace().any(|c| c == controller) {
+                        missing.push(controller);
+                    }
+                }
+            }
+        }
+        missing
     }
 
     fn from_mountinfo(mountinfo: &str, version: Option<&str>) -> Option<Cgroups> {
@@ -109,7 +158,7 @@ impl Cgroups {
                 continue;
             }
             for option in rest.get(2).copied().unwrap_or("").split(',') {
-                if matches!(option, "cpu" | "cpuacct" | "memory") {
+                if matches!(option, "cpu" | "cpuacct" | "memory" | "pids") {
                     v1.insert(option.to_string(), mountpoint.clone());
                 }
             }
@@ -119,6 +168,7 @@ impl Cgroups {
                 cpuacct: cpuacct.clone(),
                 cpu: cpu.clone(),
                 memory: memory.clone(),
+                pids: v1.get("pids").cloned(),
             },
             _ if version == Some("2") => Layout::V2 { root: v2? },
             _ => return None,
@@ -130,7 +180,7 @@ impl Cgroups {
     }
 
     /// The cgroup of one invocation of `owner`, named after its container.
-    pub(crate) fn invocation(&self, owner: &str, container: &str) -> InvocationCgroup {
+    pub fn invocation(&self, owner: &str, container: &str) -> InvocationCgroup {
         InvocationCgroup {
             cgroups: self.clone(),
             relative: format!("{ROOT}/{owner}/{container}"),
@@ -139,7 +189,7 @@ impl Cgroups {
 
     /// Removes every cgroup folder of `owner` (depth first). Folders still
     /// holding processes cannot be removed; they are reported.
-    pub(crate) fn remove_owner(&self, owner: &str) -> Result<(), String> {
+    pub fn remove_owner(&self, owner: &str) -> Result<(), String> {
         let mut problems = Vec::new();
         for hierarchy in &self.hierarchies {
             let top = hierarchy.join(ROOT).join(owner);
@@ -155,27 +205,137 @@ impl Cgroups {
     }
 }
 
+/// Counts the OOM kills of an invocation's memory limit.
+#[derive(Debug)]
+pub enum OomWatch {
+    /// A cgroup v1 OOM notification: an eventfd the kernel signals.
+    V1 { events: OwnedFd, _control: fs::File },
+    /// cgroup v2: the parent's `memory.events`.
+    V2 { events: PathBuf },
+}
+
+impl OomWatch {
+    /// Whether the kernel's OOM killer acted on the limit since the watch
+    /// began. Read before the cgroup is removed (v1 signals its removal too).
+    pub fn fired(&self) -> bool {
+        match self {
+            OomWatch::V1 { events, .. } => {
+                let mut count = [0u8; 8];
+                // SAFETY: reads 8 bytes into a buffer of 8 from an eventfd
+                // this watch owns (non-blocking: an unsignalled one fails).
+                let read = unsafe {
+                    libc::read(events.as_raw_fd(), count.as_mut_ptr().cast(), count.len())
+                };
+                read == 8 && u64::from_ne_bytes(count) > 0
+            }
+            OomWatch::V2 { events } => fs::read_to_string(events)
+                .ok()
+                .and_then(|text| stat_field(&text, "oom_kill"))
+                .is_some_and(|kills| kills > 0),
+        }
+    }
+}
+
 /// One invocation's parent cgroup.
 #[derive(Debug, Clone)]
-pub(crate) struct InvocationCgroup {
+pub struct InvocationCgroup {
     cgroups: Cgroups,
     relative: String,
 }
 
 impl InvocationCgroup {
     /// The value of the container's `CgroupParent`.
-    pub(crate) fn parent(&self) -> String {
+    pub fn parent(&self) -> String {
         format!("/{}", self.relative)
+    }
+
+    /// The path an OCI runtime is given (`linux.cgroupsPath`) for the
+    /// container's own cgroup, `leaf`, below the parent.
+    pub fn runtime_path(&self, leaf: &str) -> String {
+        format!("/{}/{leaf}", self.relative)
+    }
+
+    /// Creates the parent in the memory hierarchy with a memory limit and
+    /// the same limit on memory plus swap (no swap). The runtime creates
+    /// the container's cgroup below it, without a memory limit of its own,
+    /// so an OOM kill is counted here ([`InvocationCgroup::oom_kills`]).
+    pub fn create_with_memory_limit(&self, bytes: u64) -> Result<(), String> {
+        let write = |dir: &Path, file: &str, value: &str| {
+            fs::write(dir.join(file), value)
+                .map_err(|e| format!("cannot write {}: {e}", dir.join(file).display()))
+        };
+        match &self.cgroups.layout {
+            Layout::V1 { memory, .. } => {
+                let dir = self.dir(memory);
+                fs::create_dir_all(&dir)
+                    .map_err(|e| format!("cannot create cgroup {}: {e}", dir.display()))?;
+                write(&dir, "memory.limit_in_bytes", &bytes.to_string())?;
+                write(&dir, "memory.memsw.limit_in_bytes", &bytes.to_string())
+            }
+            Layout::V2 { root } => {
+                // Every level down to the parent must delegate the controllers.
+                let mut dir = root.clone();
+                for part in self.relative.split('/') {
+                    let _ = fs::write(dir.join("cgroup.subtree_control"), "+memory +cpu +pids");
+                    dir = dir.join(part);
+                    match fs::create_dir(&dir) {
+                        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+                            return Err(format!("cannot create cgroup {}: {e}", dir.display()));
+                        }
+                        _ => {}
+                    }
+                }
+                write(&dir, "cgroup.subtree_control", "+memory +cpu +pids")?;
+                write(&dir, "memory.max", &bytes.to_string())?;
+                write(&dir, "memory.swap.max", "0")
+            }
+        }
+    }
+
+    /// Starts counting the OOM events of the parent's memory limit; call
+    /// after [`InvocationCgroup::create_with_memory_limit`], before the
+    /// program starts. cgroup v1 counts an OOM kill in the cgroup of the
+    /// killed process (the runtime's, gone by the time it is read), so the
+    /// kernel's OOM notification on the parent is registered instead; v2
+    /// counts kills hierarchically, in the parent's `memory.events`.
+    pub fn watch_oom(&self) -> Result<OomWatch, String> {
+        match &self.cgroups.layout {
+            Layout::V1 { memory, .. } => {
+                let dir = self.dir(memory);
+                let control = fs::File::open(dir.join("memory.oom_control")).map_err(|e| {
+                    format!("cannot open {}/memory.oom_control: {e}", dir.display())
+                })?;
+                // SAFETY: eventfd has no memory preconditions; the result is checked.
+                let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+                if raw < 0 {
+                    return Err(format!("eventfd: {}", io::Error::last_os_error()));
+                }
+                // SAFETY: `raw` is a fresh descriptor this process owns.
+                let events = unsafe { OwnedFd::from_raw_fd(raw) };
+                fs::write(
+                    dir.join("cgroup.event_control"),
+                    format!("{} {}", events.as_raw_fd(), control.as_raw_fd()),
+                )
+                .map_err(|e| format!("cannot watch OOM events of {}: {e}", dir.display()))?;
+                Ok(OomWatch::V1 {
+                    events,
+                    _control: control,
+                })
+            }
+            Layout::V2 { root } => Ok(OomWatch::V2 {
+                events: self.dir(root).join("memory.events"),
+            }),
+        }
     }
 
     /// Whether the container `id` is where it should be (its cgroup exists
     /// below the parent): only then do the figures describe it.
-    pub(crate) fn holds(&self, id: &str) -> bool {
+    pub fn holds(&self, id: &str) -> bool {
         self.leaf(self.cpu_hierarchy(), id).is_dir()
     }
 
     /// CPU time of everything that ran below the parent so far.
-    pub(crate) fn cpu_usage(&self) -> Option<Duration> {
+    pub fn cpu_usage(&self) -> Option<Duration> {
         match &self.cgroups.layout {
             Layout::V1 { cpuacct, .. } => {
                 let text = fs::read_to_string(self.dir(cpuacct).join("cpuacct.usage")).ok()?;
@@ -189,7 +349,7 @@ impl InvocationCgroup {
     }
 
     /// The memory high-water mark of everything that ran below the parent.
-    pub(crate) fn peak_memory(&self) -> Option<u64> {
+    pub fn peak_memory(&self) -> Option<u64> {
         let (dir, file) = match &self.cgroups.layout {
             Layout::V1 { memory, .. } => (self.dir(memory), "memory.max_usage_in_bytes"),
             Layout::V2 { root } => (self.dir(root), "memory.peak"),
@@ -198,7 +358,7 @@ impl InvocationCgroup {
     }
 
     /// Per-thread CPU waits and quota throttling of the running container `id`.
-    pub(crate) fn sample_waits(&self, id: &str) -> Option<WaitSample> {
+    pub fn sample_waits(&self, id: &str) -> Option<WaitSample> {
         let leaf = self.leaf(self.cpu_hierarchy(), id);
         let (threads_file, throttled) = match &self.cgroups.layout {
             Layout::V1 { .. } => {
@@ -229,7 +389,7 @@ impl InvocationCgroup {
 
     /// Removes the container's cgroup (if the runtime left it) and the
     /// parent, in every hierarchy. A folder already gone is fine.
-    pub(crate) fn remove(&self) -> Result<(), String> {
+    pub fn remove(&self) -> Result<(), String> {
         let mut problems = Vec::new();
         for hierarchy in &self.cgroups.hierarchies {
             if let Err(e) = remove_tree(&self.dir(hierarchy)) {
@@ -327,6 +487,7 @@ mod tests {
             cpuacct,
             cpu,
             memory,
+            ..
         } = &cgroups.layout
         else {
             panic!("v1 expected");

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 /// finished, it cancels the call's task and blocks until that task (running
 /// on the client's own runtime, never the caller's) has removed everything
 /// it created.
-pub(crate) struct CancelOnDrop {
+pub struct CancelOnDrop {
     token: CancellationToken,
     finished: mpsc::Receiver<()>,
     /// How long a dropped call may block its caller while cleaning up: the
@@ -22,11 +22,11 @@ pub(crate) struct CancelOnDrop {
 
 /// Held by the call's task; dropping it (at the end of the task, after
 /// cleanup, or by unwinding) releases a waiting [`CancelOnDrop`].
-pub(crate) struct FinishedSignal {
+pub struct FinishedSignal {
     _sender: mpsc::Sender<()>,
 }
 
-pub(crate) fn cancel_pair(
+pub fn cancel_pair(
     token: CancellationToken,
     cleanup_bound: Duration,
 ) -> (CancelOnDrop, FinishedSignal) {
@@ -44,7 +44,7 @@ pub(crate) fn cancel_pair(
 
 impl CancelOnDrop {
     /// The call completed normally: nothing to wait for on drop.
-    pub(crate) fn disarm(&mut self) {
+    pub fn disarm(&mut self) {
         self.armed = false;
     }
 }

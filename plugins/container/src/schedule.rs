@@ -7,19 +7,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// How many programs of this client are inside their window right now.
 #[derive(Debug, Default)]
-pub(crate) struct Load {
+pub struct Load {
     running: AtomicUsize,
 }
 
-pub(crate) struct Running<'a>(&'a Load);
+pub struct Running<'a>(&'a Load);
 
 impl Load {
-    pub(crate) fn enter(&self) -> Running<'_> {
+    pub fn enter(&self) -> Running<'_> {
         self.running.fetch_add(1, Ordering::SeqCst);
         Running(self)
     }
 
-    pub(crate) fn now(&self) -> usize {
+    pub fn now(&self) -> usize {
         self.running.load(Ordering::SeqCst)
     }
 }
@@ -31,7 +31,7 @@ impl Drop for Running<'_> {
 }
 
 /// An invocation's place in the client's schedule.
-pub(crate) enum Slot<'a> {
+pub enum Slot<'a> {
     Shared(#[allow(dead_code)] tokio::sync::RwLockReadGuard<'a, ()>),
     Alone(#[allow(dead_code)] tokio::sync::RwLockWriteGuard<'a, ()>),
 }

@@ -15,15 +15,15 @@ use progscore_sandbox::{
 use tokio::sync::{Mutex, OnceCell, RwLock};
 use tokio_util::sync::CancellationToken;
 
-use crate::cgroup::Cgroups;
 use crate::engine::{self, EngineFacts, EngineReport, ImageFacts, ProfileCheck};
-use crate::guard::cancel_pair;
 use crate::health::{EngineHealth, Unavailable};
 use crate::invocation::{self, InvocationContext, Leftover, Next};
 use crate::options::{DockerOptions, OWNER_KIND};
-use crate::schedule::{Load, Slot};
 use crate::sweep::{list_owned, sweep_dead_owners};
-use crate::workspace::Workspace;
+use progscore_container::Cgroups;
+use progscore_container::Workspace;
+use progscore_container::cancel_pair;
+use progscore_container::{Load, Slot};
 
 /// How many times one invocation runs again after the engine dropped it.
 const MAX_OUTAGE_RERUNS: usize = 2;

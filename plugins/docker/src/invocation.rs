@@ -24,6 +24,7 @@ use bollard::query_parameters::{
     AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, InspectContainerOptions,
     KillContainerOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions,
 };
+use progscore_container::{Cgroups, InvocationCgroup, Load, output_was_active};
 use progscore_sandbox::{
     CpuWindow, Invocation, InvocationEvent, Outcome, Provenance, ResourceUsage, RuntimeProfile,
     StreamCapture, TimeLimit, TimeoutProof, fair_extension,
@@ -31,13 +32,11 @@ use progscore_sandbox::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::cgroup::{Cgroups, InvocationCgroup};
 use crate::container::{Placement, container_spec};
 use crate::engine::{EngineFacts, ImageFacts, describe, is_transport_error};
 use crate::health::EngineHealth;
 use crate::options::{DockerOptions, OWNER_LABEL};
-use crate::schedule::Load;
-use crate::streams::{feed_and_drain, output_was_active, wait_for_exit};
+use crate::streams::{feed_and_drain, wait_for_exit};
 
 /// How often a CPU-time limit is checked against the cgroup's counter.
 const CPU_LIMIT_POLL: Duration = Duration::from_millis(20);

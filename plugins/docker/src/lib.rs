@@ -13,18 +13,14 @@
 //! that drops a call's future can block until the call's cleanup has finished
 //! on that runtime without deadlocking its own.
 
-mod cgroup;
 mod client;
 mod container;
 mod engine;
-mod guard;
 mod health;
 mod invocation;
 mod options;
-mod schedule;
 mod streams;
 mod sweep;
-mod workspace;
 
 pub use client::DockerClient;
 pub use engine::{EngineReport, ProfileCheck};

@@ -1,8 +1,6 @@
 //! What flows between progscore and a running container: stdin in, both
 //! output streams out (bounded), and the engine's word that it ended.
 
-use std::time::Duration;
-
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
@@ -13,10 +11,6 @@ use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
 use crate::engine::describe;
-
-/// Output seen this close to a limit (or within a tenth of the window)
-/// counts as "still writing".
-const OUTPUT_ACTIVE: Duration = Duration::from_millis(100);
 
 /// Feeds stdin (then closes it, so the program sees EOF) while draining both
 /// output streams, until the output ends.
@@ -82,16 +76,4 @@ pub(crate) async fn wait_for_exit(docker: &Docker, name: &str) -> Result<(), Bol
             ),
         }),
     }
-}
-
-pub(crate) fn output_was_active(
-    last_output: &std::sync::Mutex<Option<Instant>>,
-    window: Duration,
-) -> bool {
-    let recent = OUTPUT_ACTIVE.max(window / 10);
-    last_output
-        .lock()
-        .ok()
-        .and_then(|last| *last)
-        .is_some_and(|last| last.elapsed() <= recent)
 }

@@ -7,9 +7,9 @@ use bollard::Docker;
 use bollard::query_parameters::{ListContainersOptionsBuilder, RemoveContainerOptionsBuilder};
 use progscore_sandbox::{Owner, SandboxError};
 
-use crate::cgroup::Cgroups;
 use crate::engine;
 use crate::options::{OWNER_KIND, OWNER_LABEL};
+use progscore_container::Cgroups;
 
 /// Removes what progscore processes that are provably gone left behind:
 /// their containers, cgroups and workspace folders. Owners are judged by
