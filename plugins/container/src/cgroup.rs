@@ -187,6 +187,44 @@ impl Cgroups {
         }
     }
 
+    /// Removes the owner's own (empty) cgroup folder in every hierarchy, as
+    /// its client ends; one still holding an invocation's cgroup is left
+    /// for the sweep. Without this, each finished client would leave one
+    /// empty cgroup per hierarchy behind for good.
+    pub fn release_owner(&self, owner: &str) {
+        for hierarchy in &self.hierarchies {
+            let _ = fs::remove_dir(hierarchy.join(ROOT).join(owner));
+        }
+    }
+
+    /// Removes the empty cgroup folders of `kind` owners whose process is
+    /// gone (owners are named `progscore-<kind>-<pid>-<hex>`), whether or
+    /// not their owner record survived (a client that ended before it
+    /// released its folder, a crash). A folder that still holds processes
+    /// cannot be removed and is left to the owner's sweep.
+    pub fn sweep_orphans(&self, kind: &str) {
+        let prefix = format!("progscore-{kind}-");
+        for hierarchy in &self.hierarchies {
+            let Ok(entries) = fs::read_dir(hierarchy.join(ROOT)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(pid) = name
+                    .to_str()
+                    .and_then(|n| n.strip_prefix(&prefix))
+                    .and_then(|rest| rest.split('-').next())
+                    .and_then(|pid| pid.parse::<libc::pid_t>().ok())
+                else {
+                    continue;
+                };
+                if pid > 0 && !process_exists(pid) {
+                    let _ = remove_tree(&entry.path());
+                }
+            }
+        }
+    }
+
     /// Removes every cgroup folder of `owner` (depth first). Folders still
     /// holding processes cannot be removed; they are reported.
     pub fn remove_owner(&self, owner: &str) -> Result<(), String> {
@@ -421,6 +459,12 @@ impl InvocationCgroup {
 
 /// `rmdir` of a cgroup folder and its sub-folders, deepest first. cgroup
 /// folders hold only kernel files, which go with the folder.
+fn process_exists(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+    let found = unsafe { libc::kill(pid, 0) } == 0;
+    found || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 fn remove_tree(top: &Path) -> io::Result<()> {
     let entries = match fs::read_dir(top) {
         Ok(entries) => entries,

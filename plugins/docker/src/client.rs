@@ -172,6 +172,9 @@ impl Drop for DockerClient {
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
         }
+        if let Some(cgroups) = self.inner.engine.get().and_then(|e| e.cgroups.as_ref()) {
+            cgroups.release_owner(self.inner.owner.name());
+        }
     }
 }
 

@@ -61,6 +61,9 @@ pub(crate) async fn sweep_dead_owners(
             tracing::warn!("{e}");
         }
     }
+    if let Some(cgroups) = cgroups {
+        cgroups.sweep_orphans(OWNER_KIND);
+    }
 }
 
 /// The containers (id, name) labelled with this owner.
