@@ -33,6 +33,7 @@ install_packages() {
     local missing=()
     command -v dockerd >/dev/null || missing+=(docker.io)
     command -v runsc >/dev/null || missing+=(runsc)
+    command -v runc >/dev/null || missing+=(runc)
     command -v debootstrap >/dev/null || missing+=(debootstrap)
     command -v docker-registry >/dev/null || missing+=(docker-registry)
     command -v curl >/dev/null || missing+=(curl)
@@ -181,6 +182,18 @@ ensure_fixture_images() {
         printf 'FROM %s\nVOLUME /data\n' "$LOCAL_IMAGE" \
             | DOCKER_BUILDKIT=0 /usr/bin/docker build -q -t "$vol" - >/dev/null
     fi
+    # The daemonless backend reads images from the registry only: the
+    # fixtures go there too (their digests: `docker image inspect` RepoDigests).
+    local fixture pushed
+    for fixture in fixture-entrypoint fixture-volume; do
+        pushed="${REGISTRY_ADDR}/progscore-${fixture}:latest"
+        if ! /usr/bin/docker image inspect "$pushed" --format '{{range .RepoDigests}}{{println .}}{{end}}' 2>/dev/null \
+            | grep -q "^${REGISTRY_ADDR}/progscore-${fixture}@sha256:"; then
+            log "pushing $pushed"
+            /usr/bin/docker tag "progscore/${fixture}:latest" "$pushed"
+            /usr/bin/docker push "$pushed" >/dev/null
+        fi
+    done
 }
 
 write_config() {
@@ -215,6 +228,31 @@ image = "${digest}"
 command = ["python3", "-I"]
 runtime = "runsc"
 [profiles.python-gvisor.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "64KiB"
+
+# The daemonless backend: runc (or runsc) run directly, the image fetched by
+# digest from the registry into /var/cache/progscore/oci.
+[profiles.python-oci]
+backend = "oci"
+image = "${digest}"
+command = ["python3", "-I"]
+[profiles.python-oci.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "64KiB"
+
+[profiles.python-oci-gvisor]
+backend = "oci"
+image = "${digest}"
+command = ["python3", "-I"]
+runtime = "runsc"
+[profiles.python-oci-gvisor.limits]
 memory = "256MiB"
 cpus = 1.0
 pids = 64

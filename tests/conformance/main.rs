@@ -1,4 +1,5 @@
-//! One conformance battery for every backend: runc, gVisor (runsc), and WASI
+//! One conformance battery for every backend: runc and gVisor (runsc) through
+//! Docker, the same two run directly by the daemonless OCI backend, and WASI
 //! with guests in worker processes and in-process.
 //!
 //! Each probe runs the same program through the contract (`SandboxClient`)
@@ -25,6 +26,10 @@ enum Kind {
     Wasi,
     /// WASI, guests on threads of this process.
     WasiInProcess,
+    /// The OCI backend with runc.
+    OciRunc,
+    /// The OCI backend with runsc.
+    OciGvisor,
 }
 
 impl Kind {
@@ -33,7 +38,13 @@ impl Kind {
             Kind::Runc => "python",
             Kind::Gvisor => "python-gvisor",
             Kind::Wasi | Kind::WasiInProcess => "python-wasi",
+            Kind::OciRunc => "python-oci",
+            Kind::OciGvisor => "python-oci-gvisor",
         }
+    }
+
+    fn is_gvisor(self) -> bool {
+        matches!(self, Kind::Gvisor | Kind::OciGvisor)
     }
 
     fn is_wasi(self) -> bool {
@@ -56,29 +67,35 @@ fn profiles() -> Vec<RuntimeProfile> {
     let path = progscore_e2e::generated_config();
     let text = std::fs::read_to_string(&path).expect("run scripts/setup.sh");
     let config: GeneratedConfig = toml::from_str(&text).expect("config");
-    [Kind::Runc, Kind::Gvisor, Kind::Wasi]
-        .into_iter()
-        .map(|kind| {
-            let mut spec = config
-                .profiles
-                .get(kind.profile())
-                .unwrap_or_else(|| panic!("{} missing from {}", kind.profile(), path.display()))
-                .clone();
-            spec.limits.timeout = TIMEOUT.into();
-            // Enough for 31 sleeping children under gVisor, whose own
-            // kernel's memory counts too: the fork bomb must meet the
-            // process limit, not the memory cap.
-            spec.limits.memory = "192MiB".into();
-            spec.limits.output = format!("{OUTPUT}B");
-            spec.limits.pids = PIDS;
-            if kind.is_wasi() {
-                spec.scratch = true;
-            } else {
-                spec.limits.tmp = format!("{TMP}B");
-            }
-            RuntimeProfile::from_spec(kind.profile(), &spec, Path::new(".")).expect("profile")
-        })
-        .collect()
+    [
+        Kind::Runc,
+        Kind::Gvisor,
+        Kind::Wasi,
+        Kind::OciRunc,
+        Kind::OciGvisor,
+    ]
+    .into_iter()
+    .map(|kind| {
+        let mut spec = config
+            .profiles
+            .get(kind.profile())
+            .unwrap_or_else(|| panic!("{} missing from {}", kind.profile(), path.display()))
+            .clone();
+        spec.limits.timeout = TIMEOUT.into();
+        // Enough for 31 sleeping children under gVisor, whose own
+        // kernel's memory counts too: the fork bomb must meet the
+        // process limit, not the memory cap.
+        spec.limits.memory = "192MiB".into();
+        spec.limits.output = format!("{OUTPUT}B");
+        spec.limits.pids = PIDS;
+        if kind.is_wasi() {
+            spec.scratch = true;
+        } else {
+            spec.limits.tmp = format!("{TMP}B");
+        }
+        RuntimeProfile::from_spec(kind.profile(), &spec, Path::new(".")).expect("profile")
+    })
+    .collect()
 }
 
 /// One client per kind for the whole battery. The WASI module is verified and
@@ -147,6 +164,8 @@ macro_rules! battery {
         mod gvisor { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $probe() { super::$probe(super::Kind::Gvisor).await })* }
         mod wasi { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $probe() { super::$probe(super::Kind::Wasi).await })* }
         mod wasi_in_process { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $probe() { super::$probe(super::Kind::WasiInProcess).await })* }
+        mod oci_runc { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $probe() { super::$probe(super::Kind::OciRunc).await })* }
+        mod oci_gvisor { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $probe() { super::$probe(super::Kind::OciGvisor).await })* }
     };
 }
 
@@ -168,6 +187,7 @@ battery!(
     scratch_is_fresh_per_invocation,
     the_scratch_folder_is_size_limited,
     exit_137_and_a_self_kill_stay_exits,
+    dangerous_system_calls_fail,
 );
 
 async fn exit_codes_and_uncaught_exceptions(kind: Kind) {
@@ -464,20 +484,65 @@ async fn exit_137_and_a_self_kill_stay_exits(kind: Kind) {
             assert_eq!(exited(&killed), 0, "{killed:?}");
             assert!(out(&killed).starts_with("no signals"), "{}", out(&killed));
         }
-        Kind::Runc => {
+        Kind::Runc | Kind::OciRunc => {
             // The program is the container's init: the kernel does not
             // deliver it a signal it sent itself without a handler.
             not_supported(kind, "a self-kill", "init survives its own SIGKILL");
             assert_eq!(exited(&killed), 0, "{killed:?}");
             assert_eq!(out(&killed), "survived\n");
         }
-        Kind::Gvisor => assert_eq!(
+        Kind::Gvisor | Kind::OciGvisor => assert_eq!(
             killed.events[0].outcome,
             Outcome::Exited { exit_code: 137 },
             "{killed:?}"
         ),
     }
 }
+/// Calls that let a program out of a container or into the host's kernel
+/// internals, each made directly (perl's `syscall`, x86_64 numbers): every
+/// one must fail. Docker's default seccomp profile and the OCI backend's
+/// refuse them; under gVisor they reach gVisor's kernel, not the host's.
+async fn dangerous_system_calls_fail(kind: Kind) {
+    let program = r#"import subprocess, sys
+calls = {
+    'keyctl': 'syscall(250, 0, -1, 0)',
+    'bpf': 'syscall(321, 0, 0, 0)',
+    'perf_event_open': 'syscall(298, 0, 0, -1, -1, 0)',
+    'kexec_load': 'syscall(246, 0, 0, 0, 0)',
+    'open_by_handle_at': 'syscall(304, 0, 0, 0)',
+    'unshare_user': 'syscall(272, 0x10000000)',
+    'mount': 'syscall(165, $s = "none", $t = "/tmp", $f = "tmpfs", 0, 0)',
+}
+for name, call in calls.items():
+    try:
+        done = subprocess.run(['perl', '-e', '$r = ' + call + '; print(($r == -1) ? "refused " . ($!+0) : "allowed")'], capture_output=True, text=True, timeout=20)
+        print(name, done.stdout.strip() or 'failed ' + done.stderr.strip())
+    except Exception as e:
+        print(name, 'no subprocess', type(e).__name__)
+"#;
+    let run = run(kind, program, Invocation::default()).await;
+    assert_eq!(exited(&run), 0, "{run:?}");
+    let text = out(&run);
+    assert_eq!(text.lines().count(), 7, "{text}");
+    if kind.is_wasi() {
+        not_supported(
+            kind,
+            "system calls",
+            "there are no subprocesses to make them",
+        );
+        assert!(text.lines().all(|l| l.contains("no subprocess")), "{text}");
+        return;
+    }
+    for line in text.lines() {
+        // gVisor implements user namespaces in its own kernel: a namespace
+        // there is not one of the host's.
+        if kind.is_gvisor() && line.starts_with("unshare_user") {
+            continue;
+        }
+        assert!(line.contains("refused"), "{kind:?}: {line}\n{text}");
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use progscore_docker::{DockerClient, DockerOptions, EngineReport};
+use progscore_oci::OciClient;
+pub use progscore_oci::OciOptions;
 use progscore_sandbox::{
     Backend, BoxFuture, Invocation, Preflight, ProgramRun, RuntimeProfile, SandboxClient,
     SandboxError,
@@ -17,6 +19,7 @@ pub struct Backends {
     by_profile: HashMap<String, Backend>,
     docker: Option<DockerClient>,
     wasi: Option<WasiClient>,
+    oci: Option<OciClient>,
 }
 
 /// Where WASI guests run.
@@ -34,14 +37,21 @@ impl Backends {
     /// Builds the backends the profiles use, with default Docker options;
     /// WASI guests run as [`WasiWorkers::Auto`].
     pub fn new(profiles: Vec<RuntimeProfile>) -> Result<Backends, SandboxError> {
-        Backends::build(profiles, DockerOptions::default(), WasiWorkers::Auto)
+        Backends::build(
+            profiles,
+            DockerOptions::default(),
+            OciOptions::default(),
+            WasiWorkers::Auto,
+        )
     }
 
-    /// Builds the backends the profiles use: Docker with `docker`, WASI
+    /// Builds the backends the profiles use: Docker with `docker`, OCI
+    /// with `oci_options`, WASI
     /// guests run as `workers` says.
     pub fn build(
         profiles: Vec<RuntimeProfile>,
         docker: DockerOptions,
+        oci_options: OciOptions,
         workers: WasiWorkers,
     ) -> Result<Backends, SandboxError> {
         let of = |backend: Backend| -> Vec<RuntimeProfile> {
@@ -70,8 +80,15 @@ impl Backends {
             };
             Some(WasiClient::new(wasi_profiles, options)?)
         };
+        let oci_profiles = of(Backend::Oci);
+        let oci = if oci_profiles.is_empty() {
+            None
+        } else {
+            Some(OciClient::new(oci_profiles, oci_options)?)
+        };
         Ok(Backends {
             wasi,
+            oci,
             by_profile: profiles
                 .iter()
                 .map(|p| (p.name.clone(), p.backend))
@@ -98,6 +115,24 @@ impl Backends {
         match &self.docker {
             Some(docker) => Some(docker.diagnose().await),
             None => None,
+        }
+    }
+
+    /// The OCI backend's image cache, each image checked (None without OCI
+    /// profiles).
+    pub async fn oci_cache(&self) -> Option<Vec<progscore_oci::CachedImage>> {
+        match &self.oci {
+            Some(oci) => Some(oci.cached_images().await),
+            None => None,
+        }
+    }
+
+    /// For each OCI profile: its runtime, its image (fetched and unpacked if
+    /// missing, its tree verified), the host's cgroups.
+    pub async fn oci_report(&self) -> Vec<(String, Result<String, SandboxError>)> {
+        match &self.oci {
+            Some(oci) => oci.diagnose().await,
+            None => Vec::new(),
         }
     }
 
@@ -129,6 +164,7 @@ impl Backends {
         match backend {
             Backend::Docker => self.docker.as_ref().map(|c| c as &dyn SandboxClient),
             Backend::Wasi => self.wasi.as_ref().map(|c| c as &dyn SandboxClient),
+            Backend::Oci => self.oci.as_ref().map(|c| c as &dyn SandboxClient),
         }
     }
 }

@@ -24,6 +24,8 @@ pub struct Config {
     pub comparators: Vec<UserComparator>,
     /// How the Docker backend bounds the engine's work (`[docker]`).
     pub docker: DockerSettings,
+    /// Where the OCI backend keeps its image cache, and its bounds (`[oci]`).
+    pub oci: progscore_oci::OciOptions,
 }
 
 /// The `[docker]` section: bounds on the engine's work, never the program's.
@@ -104,6 +106,16 @@ struct ConfigFile {
     comparators: BTreeMap<String, ComparatorSection>,
     #[serde(default)]
     docker: DockerSection,
+    #[serde(default)]
+    oci: OciSection,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct OciSection {
+    image_cache: Option<PathBuf>,
+    runtime_timeout: Option<String>,
+    http_registries: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -215,6 +227,28 @@ impl Config {
                     ),
                 })?;
         }
+        let mut oci = progscore_oci::OciOptions::default();
+        if let Some(cache) = file.oci.image_cache {
+            oci.image_cache = if cache.is_absolute() {
+                cache
+            } else {
+                base.join(cache)
+            };
+        }
+        if let Some(value) = &file.oci.runtime_timeout {
+            oci.runtime_timeout = humantime::parse_duration(value)
+                .ok()
+                .filter(|d| *d >= Duration::from_secs(1))
+                .ok_or_else(|| ConfigError::Profile {
+                    location: locate(&shown, text, "oci"),
+                    message: format!(
+                        "oci.runtime_timeout = {value:?}: not a duration of at least 1s (e.g. \"2m\")"
+                    ),
+                })?;
+        }
+        if let Some(registries) = file.oci.http_registries {
+            oci.http_registries = registries;
+        }
         let store_path =
             if file.store.path.is_absolute() || file.store.path == Path::new(":memory:") {
                 file.store.path
@@ -227,6 +261,7 @@ impl Config {
             profiles,
             comparators,
             docker,
+            oci,
         })
     }
 
@@ -304,6 +339,27 @@ mod tests {
         );
         let none = Config::parse(Path::new("c.toml"), "").unwrap();
         assert_eq!(none.docker, DockerSettings::default());
+        assert_eq!(none.oci.image_cache, Path::new("/var/cache/progscore/oci"));
+    }
+
+    #[test]
+    fn the_oci_section_is_read_and_a_bad_bound_named() {
+        let text = "[store]\npath = \"x.db\"\n[oci]\nimage_cache = \"cache\"\nruntime_timeout = \"30s\"\nhttp_registries = [\"10.0.0.2:5000\"]\n";
+        let config = Config::parse(Path::new("conf/c.toml"), text).unwrap();
+        assert_eq!(config.oci.image_cache, Path::new("conf/cache"));
+        assert_eq!(config.oci.runtime_timeout, Duration::from_secs(30));
+        assert_eq!(
+            config.oci.http_registries,
+            vec!["10.0.0.2:5000".to_string()]
+        );
+        let bad = text.replace("\"30s\"", "\"0s\"");
+        let message = Config::parse(Path::new("c.toml"), &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with("c.toml:3: oci.runtime_timeout = \"0s\""),
+            "{message}"
+        );
     }
 
     #[test]

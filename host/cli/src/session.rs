@@ -72,6 +72,7 @@ impl Session {
             let backends = Arc::new(Backends::build(
                 config.profiles.clone(),
                 config.docker.options(),
+                config.oci.clone(),
                 workers,
             )?);
             let source = ProgramExecutionSource::new(backends, store.clone());

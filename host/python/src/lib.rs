@@ -83,7 +83,12 @@ impl NativeClient {
             .map(|(name, spec)| RuntimeProfile::from_spec(name, spec, Path::new(".")))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
-        NativeClient::build(profiles, DockerSettings::default(), Vec::new())
+        NativeClient::build(
+            profiles,
+            DockerSettings::default(),
+            progscore::backends::OciOptions::default(),
+            Vec::new(),
+        )
     }
 
     /// Every profile and user comparator of a progscore.toml.
@@ -91,7 +96,12 @@ impl NativeClient {
     fn from_config(path: PathBuf) -> PyResult<NativeClient> {
         let config =
             Config::load(&path).map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
-        NativeClient::build(config.profiles, config.docker, config.comparators)
+        NativeClient::build(
+            config.profiles,
+            config.docker,
+            config.oci,
+            config.comparators,
+        )
     }
 
     /// The configured profiles' names, sorted.
@@ -148,9 +158,10 @@ impl NativeClient {
     fn build(
         profiles: Vec<RuntimeProfile>,
         docker: DockerSettings,
+        oci: progscore::backends::OciOptions,
         comparators: Vec<UserComparator>,
     ) -> PyResult<NativeClient> {
-        let backends = Backends::build(profiles.clone(), docker.options(), wasi_workers())
+        let backends = Backends::build(profiles.clone(), docker.options(), oci, wasi_workers())
             .map_err(|e| SandboxRefusedError::new_err(e.to_string()))?;
         Ok(NativeClient {
             backends: Arc::new(backends),

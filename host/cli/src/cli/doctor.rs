@@ -17,30 +17,62 @@ pub async fn run(config: &Config, args: DoctorArgs) -> anyhow::Result<u8> {
     let backends = Backends::build(
         config.profiles.clone(),
         config.docker.options(),
+        config.oci.clone(),
         super::wasi_workers(),
     )?;
     let docker = backends.docker_report().await;
-    let wasi: Vec<serde_json::Value> = backends
-        .wasi_report()
+    let checks = |report: Vec<(String, Result<String, progscore_sandbox::SandboxError>)>| {
+        report
+            .into_iter()
+            .map(|(profile, result)| match result {
+                Ok(detail) => serde_json::json!({"profile": profile, "ok": true, "detail": detail}),
+                Err(err) => {
+                    serde_json::json!({"profile": profile, "ok": false, "detail": err.to_string()})
+                }
+            })
+            .collect::<Vec<serde_json::Value>>()
+    };
+    let wasi = checks(backends.wasi_report().await);
+    // Listed before the profiles' checks (which rebuild a changed image
+    // they use) to catch a change, and after them to show the cache as it is.
+    let found_before = backends.oci_cache().await.unwrap_or_default();
+    let oci = checks(backends.oci_report().await);
+    let cache: Vec<serde_json::Value> = backends
+        .oci_cache()
         .await
+        .unwrap_or_default()
         .into_iter()
-        .map(|(profile, result)| match result {
-            Ok(detail) => serde_json::json!({"profile": profile, "ok": true, "detail": detail}),
-            Err(err) => {
-                serde_json::json!({"profile": profile, "ok": false, "detail": err.to_string()})
-            }
+        .map(|image| {
+            let before = found_before
+                .iter()
+                .find(|b| b.dir == image.dir)
+                .map_or(&[][..], |b| &b.problems[..]);
+            let problems: Vec<&String> = before.iter().chain(&image.problems).collect();
+            serde_json::json!({
+                "dir": image.dir,
+                "reference": image.reference,
+                "manifest_digest": image.manifest_digest,
+                "unpacked_bytes": image.unpacked_bytes,
+                "ok": problems.is_empty(),
+                "problems": problems,
+                "rebuilt": !before.is_empty() && image.is_intact(),
+            })
         })
         .collect();
     let healthy = docker
         .as_ref()
         .is_none_or(|r| r.engine_ok && r.profiles.iter().all(|p| p.ok))
-        && wasi.iter().all(|w| w["ok"] == true);
+        && wasi
+            .iter()
+            .chain(&oci)
+            .chain(&cache)
+            .all(|w| w["ok"] == true);
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({"ok": healthy, "docker": docker, "wasi": wasi})
-            )?
+            serde_json::to_string_pretty(&serde_json::json!({
+                "ok": healthy, "docker": docker, "wasi": wasi, "oci": oci, "oci_cache": cache
+            }))?
         );
     } else if let Some(report) = &docker {
         println!("docker engine: {}", report.engine);
@@ -57,15 +89,47 @@ pub async fn run(config: &Config, args: DoctorArgs) -> anyhow::Result<u8> {
     } else {
         println!("no docker profiles configured");
     }
-    if !args.json && !wasi.is_empty() {
-        println!("wasi (in-process wasmtime, no daemon):");
-        for check in &wasi {
+    for (title, report) in [
+        ("wasi (in-process wasmtime, no daemon):", &wasi),
+        ("oci (runc or runsc run directly, no daemon):", &oci),
+    ] {
+        if args.json || report.is_empty() {
+            continue;
+        }
+        println!("{title}");
+        for check in report {
             let mark = if check["ok"] == true { "ok  " } else { "FAIL" };
             println!(
                 "  [{mark}] profile {}: {}",
                 check["profile"].as_str().unwrap_or(""),
                 check["detail"].as_str().unwrap_or("")
             );
+        }
+    }
+    if !args.json && !oci.is_empty() {
+        println!("oci image cache ({} unpacked):", cache.len());
+        for image in &cache {
+            let name = image["reference"]
+                .as_str()
+                .or(image["dir"].as_str())
+                .unwrap_or("");
+            let bytes = image["unpacked_bytes"].as_u64().unwrap_or(0);
+            let size = format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0));
+            match image["problems"].as_array().filter(|p| !p.is_empty()) {
+                None => println!(
+                    "  [ok  ] {name}: manifest {}, {size}, tree intact",
+                    image["manifest_digest"].as_str().unwrap_or("?")
+                ),
+                Some(problems) => {
+                    let problems: Vec<&str> = problems.iter().filter_map(|p| p.as_str()).collect();
+                    let then = if image["rebuilt"] == true {
+                        "rebuilt by this check"
+                    } else {
+                        "the next run that uses it rebuilds it"
+                    };
+                    println!("  [FAIL] {name}: {}; {then}", problems.join("; "));
+                }
+            }
         }
     }
     Ok(if healthy { EXIT_OK } else { EXIT_FAILED })

@@ -73,6 +73,7 @@ pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<u8> {
     let backends = Backends::build(
         config.profiles.clone(),
         config.docker.options(),
+        config.oci.clone(),
         super::wasi_workers(),
     )?;
     let execution = backends.execute(&program, &args.profile, &invocations);

@@ -12,6 +12,11 @@ pub enum ProfileError {
         "profile `{profile}`: image `{image}` is not pinned; give `repo@sha256:<64 hex digest>` or `sha256:<64 hex image id>`, never a tag"
     )]
     UnpinnedImage { profile: String, image: String },
+    /// An image id given to a backend that fetches images from a registry.
+    #[error(
+        "profile `{profile}`: image `{image}` is an image id, which only a Docker engine knows; the oci backend fetches images from their registry: give `repo@sha256:<64 hex digest>`"
+    )]
+    ImageIdWithoutEngine { profile: String, image: String },
     /// A field the backend needs is absent.
     #[error("profile `{profile}`: backend `{backend}` needs field `{field}`")]
     MissingField {

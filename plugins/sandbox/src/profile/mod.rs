@@ -33,6 +33,9 @@ pub enum Backend {
     Docker,
     /// A WASI build of the runtime inside wasmtime, in the calling process.
     Wasi,
+    /// A container per invocation run by an OCI runtime binary (runc, runsc)
+    /// directly from an image fetched by digest: no daemon.
+    Oci,
 }
 
 impl std::fmt::Display for Backend {
@@ -40,6 +43,7 @@ impl std::fmt::Display for Backend {
         f.write_str(match self {
             Backend::Docker => "docker",
             Backend::Wasi => "wasi",
+            Backend::Oci => "oci",
         })
     }
 }
@@ -55,10 +59,11 @@ pub struct RuntimeProfile {
     pub artifact: Artifact,
     /// Entrypoint and arguments; the program path and invocation args follow.
     pub command: Vec<String>,
-    /// The OCI runtime (Docker only); `None` means the engine's default,
-    /// which the backend resolves and records ([`crate::Preflight`]).
+    /// The OCI runtime (Docker and OCI). Docker: `None` means the engine's
+    /// default, which the backend resolves and records ([`crate::Preflight`]).
+    /// OCI: the runtime binary (`runc` unless the profile names another).
     pub runtime: Option<String>,
-    /// The `UID[:GID]` the program runs as (Docker only; never root).
+    /// The `UID[:GID]` the program runs as (Docker and OCI; never root).
     pub user: Option<String>,
     /// WASI: whether the program gets a writable scratch directory.
     pub scratch: bool,
@@ -79,7 +84,7 @@ impl RuntimeProfile {
             return Err(ProfileError::BadCommand { profile });
         }
         let artifact = match spec.backend {
-            Backend::Docker => {
+            Backend::Docker | Backend::Oci => {
                 for (present, field) in [
                     (spec.module.is_some(), "module"),
                     (spec.stdlib.is_some(), "stdlib"),
@@ -104,6 +109,14 @@ impl RuntimeProfile {
                         profile: profile.clone(),
                         image: image.to_string(),
                     })?;
+                if spec.backend == Backend::Oci && matches!(image, ImageRef::Id(_)) {
+                    // An image id names an engine's local copy; without a
+                    // daemon the image comes from its registry, by digest.
+                    return Err(ProfileError::ImageIdWithoutEngine {
+                        profile,
+                        image: image.to_string(),
+                    });
+                }
                 Artifact::DockerImage { image }
             }
             Backend::Wasi => {
@@ -148,7 +161,7 @@ impl RuntimeProfile {
             }
         }
         let user = match spec.backend {
-            Backend::Docker => {
+            Backend::Docker | Backend::Oci => {
                 let user = spec.user.as_deref().unwrap_or(DEFAULT_DOCKER_USER);
                 if !is_non_root_user(user) {
                     return Err(ProfileError::BadUser {
@@ -165,14 +178,19 @@ impl RuntimeProfile {
             backend: spec.backend,
             artifact,
             command: spec.command.clone(),
-            runtime: spec.runtime.clone(),
+            runtime: match spec.backend {
+                // No engine resolves it later: the binary is named here, so
+                // the fingerprint says what ran.
+                Backend::Oci => Some(spec.runtime.clone().unwrap_or_else(|| "runc".into())),
+                Backend::Docker | Backend::Wasi => spec.runtime.clone(),
+            },
             user,
             scratch: spec.scratch,
             limits: resolve_limits(&profile, &spec.limits)?,
         })
     }
 
-    /// The Docker image, for Docker profiles.
+    /// The container image, for Docker and OCI profiles.
     pub fn image(&self) -> Option<&ImageRef> {
         match &self.artifact {
             Artifact::DockerImage { image } => Some(image),
@@ -379,6 +397,47 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(message.contains("limits.cpu_time"), "{message}");
+    }
+
+    #[test]
+    fn an_oci_profile_names_its_runtime_and_needs_a_repo_digest() {
+        let spec = |extra: &str, image: &str| -> ProfileSpec {
+            toml::from_str(&format!(
+                "backend = \"oci\"\nimage = \"{image}\"\ncommand = [\"python3\"]\n{extra}"
+            ))
+            .unwrap()
+        };
+        let by_digest = format!("127.0.0.1:5000/python-sandbox@{DIGEST}");
+        let runc = RuntimeProfile::from_spec("p", &spec("", &by_digest), Path::new(".")).unwrap();
+        assert_eq!(runc.runtime.as_deref(), Some("runc"));
+        assert_eq!(runc.user.as_deref(), Some(DEFAULT_DOCKER_USER));
+        assert_eq!(runc.fingerprint_json()["backend"], "oci");
+        let runsc = RuntimeProfile::from_spec(
+            "p",
+            &spec("runtime = \"runsc\"\n", &by_digest),
+            Path::new("."),
+        )
+        .unwrap();
+        assert_ne!(runc.fingerprint(), runsc.fingerprint());
+        let err = RuntimeProfile::from_spec("p", &spec("", DIGEST), Path::new(".")).unwrap_err();
+        assert!(
+            matches!(err, ProfileError::ImageIdWithoutEngine { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("repo@sha256"), "{err}");
+        let err =
+            RuntimeProfile::from_spec("p", &spec("scratch = true\n", &by_digest), Path::new("."))
+                .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ProfileError::FieldNotForBackend {
+                    field: "scratch",
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]

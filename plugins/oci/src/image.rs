@@ -1,0 +1,102 @@
+//! The images a client's profiles run: prepared once per image per client
+//! (fetched by digest if missing, unpacked, their tree verified), then
+//! shared by every invocation.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use progscore_oci_image::{CacheOptions, CachedImage, ImageCache, MountPoints};
+use progscore_sandbox::{RuntimeProfile, SandboxError};
+use tokio::sync::Mutex;
+
+use crate::bundle::{self, PROGRAM_PATH};
+use crate::invocation::ImageInUse;
+use crate::options::OciOptions;
+
+pub(crate) struct Images {
+    cache: ImageCache,
+    /// By image reference. The lock is held while an image is prepared, so
+    /// concurrent first calls prepare it once.
+    prepared: Mutex<HashMap<String, Arc<ImageInUse>>>,
+}
+
+impl Images {
+    pub(crate) fn new(options: &OciOptions) -> Result<Images, SandboxError> {
+        let cache = ImageCache::new(
+            &options.image_cache,
+            CacheOptions {
+                http_registries: options.http_registries.clone(),
+                ..CacheOptions::default()
+            },
+        )
+        .map_err(|e| SandboxError::Setup {
+            message: format!("the image cache: {e}"),
+        })?;
+        Ok(Images {
+            cache,
+            prepared: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Every image in the cache, each checked against its recorded tree.
+    pub(crate) fn cached(&self) -> Vec<CachedImage> {
+        self.cache.list()
+    }
+
+    /// The profile's image, ready to run.
+    pub(crate) async fn prepare(
+        &self,
+        profile: &RuntimeProfile,
+    ) -> Result<Arc<ImageInUse>, SandboxError> {
+        let reference = profile
+            .image()
+            .map(|image| image.to_string())
+            .unwrap_or_default();
+        let mut prepared = self.prepared.lock().await;
+        if let Some(image) = prepared.get(&reference) {
+            return Ok(image.clone());
+        }
+        let mount_points = MountPoints::new().file(PROGRAM_PATH);
+        let image = self
+            .cache
+            .prepare(&reference, &mount_points)
+            .await
+            .map_err(|e| image_error(profile, &reference, e))?;
+        if let Some(note) = &image.repaired {
+            tracing::warn!("image {reference}: {note}");
+        }
+        let in_use = Arc::new(ImageInUse {
+            home: bundle::home_of(&image.rootfs, profile.user.as_deref()),
+            env: image.facts.env.clone(),
+            manifest_digest: image.manifest_digest.to_string(),
+            config_digest: image.config_digest.to_string(),
+            rootfs: image.rootfs.clone(),
+        });
+        prepared.insert(reference, in_use.clone());
+        Ok(in_use)
+    }
+}
+
+fn image_error(
+    profile: &RuntimeProfile,
+    reference: &str,
+    error: progscore_oci_image::ImageError,
+) -> SandboxError {
+    use progscore_oci_image::ImageError;
+    match error {
+        // The registry did not answer: nothing is known, worth retrying.
+        ImageError::Registry { .. } => SandboxError::EngineUnavailable {
+            message: error.to_string(),
+        },
+        ImageError::NotFound { .. } => SandboxError::ArtifactMissing {
+            profile: profile.name.clone(),
+            artifact: reference.to_string(),
+            hint: error.to_string(),
+        },
+        other => SandboxError::ArtifactRefused {
+            profile: profile.name.clone(),
+            artifact: reference.to_string(),
+            reason: other.to_string(),
+        },
+    }
+}

@@ -1,0 +1,651 @@
+//! One invocation: its cgroup and bundle, `runtime run`, the program's
+//! window, the outcome from the exit status and the cgroup, and removal.
+//!
+//! Two clocks, as in the Docker backend. Runtime commands (starting the
+//! container, kill, delete, and the output's end once the program exited)
+//! are bounded by the runtime timeout; its expiry is a sandbox error, never
+//! the program's time. The program's limits run from the moment the runtime
+//! released it: `runc run` writes its pid file right after the container's
+//! process was let go to exec the program (runsc once its sandbox is up).
+//! The runtime is the container's parent and exits with its status
+//! (128 + signal when it was killed); an OOM kill is read from the cgroup.
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use progscore_container::{Cgroups, InvocationCgroup, Load, output_was_active};
+use progscore_sandbox::{
+    CpuWindow, Invocation, InvocationEvent, Outcome, Provenance, ResourceUsage, RuntimeProfile,
+    StreamCapture, TimeLimit, TimeoutProof, fair_extension,
+};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStderr, ChildStdout};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::bundle::{self, Placement};
+use crate::options::OciOptions;
+use crate::runtime::OciRuntime;
+
+/// How often a CPU-time limit is checked against the cgroup's counter.
+const CPU_LIMIT_POLL: Duration = Duration::from_millis(20);
+/// How often the runtime's pid file is looked for while the container starts.
+const START_POLL: Duration = Duration::from_millis(2);
+/// How long a kill is given before it is sent again.
+const KILL_RETRY: Duration = Duration::from_millis(200);
+/// The container's own cgroup, below the invocation's.
+const LEAF: &str = "ctr";
+/// The file in a bundle that names the runtime that ran it, `<name>\n<binary>`
+/// (for the sweep).
+pub(crate) const RUNTIME_MARKER: &str = "runtime";
+
+/// The image an invocation runs, as the cache prepared it.
+pub(crate) struct ImageInUse {
+    pub rootfs: PathBuf,
+    pub env: Vec<String>,
+    pub home: String,
+    pub manifest_digest: String,
+    pub config_digest: String,
+}
+
+/// Everything an invocation needs from its call.
+pub(crate) struct InvocationContext<'a> {
+    pub runtime: &'a OciRuntime,
+    pub image: &'a ImageInUse,
+    pub profile: &'a RuntimeProfile,
+    pub options: &'a OciOptions,
+    pub owner: &'a str,
+    pub owner_dir: &'a Path,
+    pub cgroups: &'a Cgroups,
+    pub load: &'a Load,
+    pub cpus: usize,
+    pub program_on_host: &'a Path,
+    pub token: &'a CancellationToken,
+}
+
+/// The event, any sandbox warnings, and what the caller must do next.
+pub(crate) struct InvocationResult {
+    pub event: InvocationEvent,
+    pub warnings: Vec<String>,
+    pub next: Next,
+}
+
+/// What the call does after an invocation.
+pub(crate) enum Next {
+    Continue,
+    /// Run this invocation again with nothing else beside it.
+    ConfirmAlone(String),
+    /// Run nothing more in this call (the text says why).
+    Stop(String),
+}
+
+/// How the program's window ended.
+enum WindowEnd {
+    Exited(std::io::Result<ExitStatus>),
+    Limit(TimeLimit),
+    Cancelled,
+}
+
+/// What the window showed.
+struct Observed {
+    outcome: Outcome,
+    duration: Duration,
+    usage: Option<ResourceUsage>,
+    confirm: Option<String>,
+}
+
+pub(crate) async fn run(
+    context: &InvocationContext<'_>,
+    index: usize,
+    invocation: &Invocation,
+    alone: bool,
+) -> InvocationResult {
+    let name = format!(
+        "progscore-{}-{index}",
+        progscore_sandbox::owner::random_hex()
+    );
+    let profile = context.profile;
+    let cgroup = context.cgroups.invocation(context.owner, &name);
+    let bundle_dir = context.owner_dir.join(&name);
+    let mut stdout = StreamCapture::new(profile.limits.output_bytes);
+    let mut stderr = StreamCapture::new(profile.limits.output_bytes);
+    let prepared = prepare(context, &name, &cgroup, &bundle_dir, &invocation.args);
+    let (observed, argv) = match prepared {
+        Ok(argv) => {
+            let stdin = invocation.stdin.as_ref().map(|s| s.as_bytes().to_vec());
+            let lifecycle = Lifecycle {
+                context,
+                name: &name,
+                cgroup: &cgroup,
+                bundle_dir: &bundle_dir,
+            };
+            let observed = lifecycle
+                .drive(stdin, &mut stdout, &mut stderr, alone)
+                .await;
+            (observed, argv)
+        }
+        Err(message) => (Err(message), Vec::new()),
+    };
+
+    let mut warnings = Vec::new();
+    let mut next = match &observed {
+        Ok(observed) => match &observed.confirm {
+            Some(why) => Next::ConfirmAlone(why.clone()),
+            None => Next::Continue,
+        },
+        Err(message) => Next::Stop(format!(
+            "an earlier invocation hit a sandbox error: {message}"
+        )),
+    };
+    if matches!(&observed, Ok(o) if matches!(o.outcome, Outcome::NotRun { .. })) {
+        next = Next::Stop("the call was cancelled".into());
+    }
+
+    // Removal runs on every path: the container (if the runtime still holds
+    // it), the cgroups, the bundle.
+    if let Err(warning) = remove(context, &name, &cgroup, &bundle_dir).await {
+        warnings.push(warning.clone());
+        if matches!(next, Next::Continue | Next::ConfirmAlone(_)) {
+            next = Next::Stop(format!("not run: {warning}"));
+        }
+    }
+
+    let (outcome, duration, usage) = match observed {
+        Ok(observed) => (observed.outcome, observed.duration, observed.usage),
+        Err(message) => (Outcome::SandboxError { message }, Duration::ZERO, None),
+    };
+    let provenance = Provenance {
+        backend: "oci".into(),
+        runtime: context.runtime.name.clone(),
+        artifact: profile.image().map(|i| i.to_string()).unwrap_or_default(),
+        image_id: Some(context.image.config_digest.clone()),
+        repo_digests: vec![context.image.manifest_digest.clone()],
+        engine: format!("{} (no daemon)", context.runtime.version),
+        command: argv,
+        user: profile.user.clone(),
+        container: Some(name),
+        limits: profile.limits.clone(),
+    };
+    InvocationResult {
+        event: InvocationEvent {
+            outcome,
+            stdout: stdout.finish(),
+            stderr: stderr.finish(),
+            duration_ms: millis(duration),
+            usage,
+            provenance: Some(provenance),
+        },
+        warnings,
+        next,
+    }
+}
+
+/// The cgroup with its memory limit, and the bundle: `config.json`, and the
+/// runtime's name for a sweep after a crash. Returns the argv.
+fn prepare(
+    context: &InvocationContext<'_>,
+    name: &str,
+    cgroup: &InvocationCgroup,
+    bundle_dir: &Path,
+    args: &[String],
+) -> Result<Vec<String>, String> {
+    std::fs::create_dir(bundle_dir)
+        .map_err(|e| format!("cannot create bundle {}: {e}", bundle_dir.display()))?;
+    std::fs::write(
+        bundle_dir.join(RUNTIME_MARKER),
+        format!(
+            "{}\n{}\n",
+            context.runtime.name,
+            context.runtime.binary.display()
+        ),
+    )
+    .map_err(|e| format!("cannot write bundle {}: {e}", bundle_dir.display()))?;
+    cgroup.create_with_memory_limit(context.profile.limits.memory_bytes)?;
+    let placement = Placement {
+        rootfs: &context.image.rootfs,
+        image_env: &context.image.env,
+        program_on_host: context.program_on_host,
+        cgroups_path: cgroup.runtime_path(LEAF),
+        runtime: context.runtime.kind,
+        home: context.image.home.clone(),
+    };
+    let bundle = bundle::spec(context.profile, &placement, args)
+        .map_err(|e| format!("cannot build the container's spec for {name}: {e}"))?;
+    bundle
+        .spec
+        .save(bundle_dir.join("config.json"))
+        .map_err(|e| format!("cannot write {}/config.json: {e}", bundle_dir.display()))?;
+    Ok(bundle.argv)
+}
+
+/// Removes the container if the runtime still holds it, the invocation's
+/// cgroups, and the bundle.
+pub(crate) async fn remove(
+    context: &InvocationContext<'_>,
+    name: &str,
+    cgroup: &InvocationCgroup,
+    bundle_dir: &Path,
+) -> Result<(), String> {
+    let mut problems = Vec::new();
+    if context.runtime.has_state(name)
+        && let Err(e) = context
+            .runtime
+            .delete(name, context.options.runtime_timeout)
+            .await
+    {
+        problems.push(format!("failed to remove container {name}: {e}"));
+    }
+    if let Err(e) = cgroup.remove() {
+        problems.push(e);
+    }
+    match std::fs::remove_dir_all(bundle_dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => problems.push(format!(
+            "failed to remove bundle {}: {e}",
+            bundle_dir.display()
+        )),
+        _ => {}
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+struct Lifecycle<'c, 'a> {
+    context: &'c InvocationContext<'a>,
+    name: &'c str,
+    cgroup: &'c InvocationCgroup,
+    bundle_dir: &'c Path,
+}
+
+impl Lifecycle<'_, '_> {
+    /// Start, the program's window, the outcome.
+    async fn drive(
+        &self,
+        stdin: Option<Vec<u8>>,
+        stdout: &mut StreamCapture,
+        stderr: &mut StreamCapture,
+        alone: bool,
+    ) -> Result<Observed, String> {
+        let token = self.context.token;
+        if token.is_cancelled() {
+            return Ok(not_run());
+        }
+        let runtime = self.context.runtime;
+        let bound = self.context.options.runtime_timeout;
+        let oom = self.cgroup.watch_oom()?;
+        let pid_file = self.bundle_dir.join("pid");
+        let mut command = runtime.command();
+        command
+            .arg("--log")
+            .arg(self.bundle_dir.join("runtime.log"))
+            .args(["run", "--bundle"])
+            .arg(self.bundle_dir)
+            .arg("--pid-file")
+            .arg(&pid_file)
+            .arg(self.name)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", runtime.binary.display()))?;
+        let last_output = std::sync::Mutex::new(None::<Instant>);
+        let io = feed_and_drain(
+            child.stdin.take(),
+            stdin,
+            child.stdout.take(),
+            child.stderr.take(),
+            stdout,
+            stderr,
+            &last_output,
+        );
+        tokio::pin!(io);
+        let mut io_done = false;
+
+        // The container starts: the program's clock starts once the runtime
+        // released it.
+        let start_deadline = tokio::time::sleep(bound);
+        tokio::pin!(start_deadline);
+        let mut early_exit = None;
+        loop {
+            if pid_file.exists() {
+                break;
+            }
+            tokio::select! {
+                biased;
+                () = token.cancelled() => {
+                    self.kill_and_reap(&mut child).await;
+                    return Ok(not_run());
+                }
+                status = child.wait() => {
+                    early_exit = Some(status);
+                    break;
+                }
+                () = &mut io, if !io_done => io_done = true,
+                () = &mut start_deadline => {
+                    self.kill_and_reap(&mut child).await;
+                    return Err(format!(
+                        "container {} did not start within {bound:?}", self.name
+                    ));
+                }
+                () = tokio::time::sleep(START_POLL) => {}
+            }
+        }
+        if early_exit.is_some() && !pid_file.exists() {
+            // The runtime ended before it released the program: its fault.
+            let status = early_exit.and_then(Result::ok);
+            return Err(format!(
+                "{} could not start container {} ({}): {}",
+                runtime.name,
+                self.name,
+                status.map_or("no status".into(), |s| s.to_string()),
+                self.runtime_log()
+            ));
+        }
+        let started = Instant::now();
+        let running = self.context.load.enter();
+        let load_at_start = self.context.load.now();
+        let cgroup = self.cgroup;
+        // The runtime removes the container's own cgroup once the program
+        // ends, so one that ended before its pid file was seen is measured
+        // from the parent alone: made empty for this invocation, it counts
+        // nothing else (only the runtime's few milliseconds before exec).
+        let running_in_leaf = cgroup.holds(LEAF);
+        let measured = running_in_leaf || early_exit.is_some();
+        let cpu_at_start = if running_in_leaf {
+            cgroup.cpu_usage()
+        } else {
+            measured.then_some(Duration::ZERO)
+        };
+        let waits_at_start = if running_in_leaf {
+            cgroup.sample_waits(LEAF)
+        } else {
+            None
+        };
+
+        let limits = &self.context.profile.limits;
+        let cpu_limit =
+            cpu_limit_reached(measured.then_some(cgroup), cpu_at_start, limits.cpu_time());
+        tokio::pin!(cpu_limit);
+        let deadline = tokio::time::sleep_until(started + limits.timeout());
+        tokio::pin!(deadline);
+        let cpu_wait = || {
+            measured
+                .then(|| cgroup.sample_waits(LEAF))
+                .flatten()
+                .map(|now| now.excess_since(&waits_at_start.clone().unwrap_or_default()))
+        };
+        let end = match early_exit {
+            Some(status) => WindowEnd::Exited(status),
+            None => loop {
+                tokio::select! {
+                    biased;
+                    () = token.cancelled() => break WindowEnd::Cancelled,
+                    status = child.wait() => break WindowEnd::Exited(status),
+                    // The streams may end before the program does.
+                    () = &mut io, if !io_done => io_done = true,
+                    () = &mut deadline => {
+                        // Time the program waited for a CPU is given back.
+                        let more = cpu_wait().and_then(|wait| {
+                            fair_extension(limits.timeout(), started.elapsed(), wait)
+                        });
+                        match more {
+                            Some(more) => deadline.as_mut().reset(Instant::now() + more),
+                            None => break WindowEnd::Limit(TimeLimit::Wall),
+                        }
+                    }
+                    () = &mut cpu_limit => break WindowEnd::Limit(TimeLimit::Cpu),
+                }
+            },
+        };
+        let window = started.elapsed();
+
+        let mut confirm = None;
+        let mut starved = None;
+        let (status, timed_out) = match end {
+            WindowEnd::Cancelled => {
+                self.kill_and_reap(&mut child).await;
+                return Ok(not_run());
+            }
+            WindowEnd::Exited(status) => (status, None),
+            WindowEnd::Limit(limit) => {
+                // Measured before the kill, while the program still runs.
+                let cpu_window = CpuWindow {
+                    limit: limits.timeout(),
+                    elapsed: window,
+                    cpu: cgroup
+                        .cpu_usage()
+                        .zip(cpu_at_start)
+                        .map(|(now, then)| now.saturating_sub(then)),
+                    cpu_wait: cpu_wait(),
+                    output_active: output_was_active(&last_output, window),
+                    oversubscribed: load_at_start.max(self.context.load.now()) > self.context.cpus,
+                };
+                starved = cpu_window.cpu_wait;
+                match child.try_wait() {
+                    // It ended on its own as the limit fired.
+                    Ok(Some(status)) => (Ok(status), None),
+                    _ => {
+                        self.kill(&mut child).await;
+                        let proof = match limit {
+                            TimeLimit::Cpu => TimeoutProof::Proven,
+                            TimeLimit::Wall => cpu_window.judge(limits.cpus, alone),
+                        };
+                        let unconfirmed = match proof {
+                            TimeoutProof::Proven => None,
+                            TimeoutProof::Confirm(why) => {
+                                confirm = Some(why.clone());
+                                Some(why)
+                            }
+                            TimeoutProof::Unconfirmed(why) => Some(why),
+                        };
+                        let status = match tokio::time::timeout(bound, child.wait()).await {
+                            Ok(status) => status,
+                            Err(_) => {
+                                return Err(format!(
+                                    "container {} did not end within {bound:?} of its kill",
+                                    self.name
+                                ));
+                            }
+                        };
+                        (status, Some(Outcome::TimedOut { limit, unconfirmed }))
+                    }
+                }
+            }
+        };
+        drop(running);
+
+        // The program has ended: its output must end too, within the bound.
+        if !io_done && tokio::time::timeout(bound, &mut io).await.is_err() {
+            return Err(format!(
+                "the output of container {} did not end within {bound:?} of its exit",
+                self.name
+            ));
+        }
+
+        let status = status.map_err(|e| format!("waiting for {}: {e}", runtime.name))?;
+        let outcome = if oom.fired() {
+            Outcome::MemoryLimit
+        } else {
+            match (timed_out, status.code()) {
+                // Killed by us (SIGKILL): the limit's outcome.
+                (Some(timed_out), Some(137)) => timed_out,
+                // Exited on its own before the kill landed.
+                (_, Some(exit_code)) => {
+                    confirm = None;
+                    Outcome::Exited {
+                        exit_code: i64::from(exit_code),
+                    }
+                }
+                (_, None) => {
+                    return Err(format!(
+                        "{} running container {} was ended by a signal ({status}): {}",
+                        runtime.name,
+                        self.name,
+                        self.runtime_log()
+                    ));
+                }
+            }
+        };
+        let usage = measured.then(|| ResourceUsage {
+            cpu_ms: cgroup
+                .cpu_usage()
+                .zip(cpu_at_start)
+                .map(|(end, start)| millis(end.saturating_sub(start))),
+            peak_memory_bytes: cgroup.peak_memory(),
+            cpu_wait_ms: starved.map(millis),
+        });
+        Ok(Observed {
+            outcome,
+            duration: window,
+            usage,
+            confirm,
+        })
+    }
+
+    /// Sends the container SIGKILL; when the runtime cannot (the container
+    /// is half started, or the runtime wedged), deletes it by force, which
+    /// kills what runs in it.
+    async fn kill(&self, child: &mut Child) {
+        let runtime = self.context.runtime;
+        let bound = self.context.options.runtime_timeout;
+        if let Err(e) = runtime.kill(self.name, bound).await {
+            tracing::debug!("{e}");
+            // No state yet (the runtime is still creating the container):
+            // nothing to delete, and runsc's delete would wait seconds for
+            // it; the caller sends the kill again.
+            if !matches!(child.try_wait(), Ok(Some(_)))
+                && runtime.has_state(self.name)
+                && let Err(e) = runtime.delete(self.name, bound).await
+            {
+                tracing::debug!("{e}");
+            }
+        }
+    }
+
+    /// Kills the container and waits (bounded) for the runtime to exit.
+    async fn kill_and_reap(&self, child: &mut Child) {
+        let bound = self.context.options.runtime_timeout;
+        let deadline = Instant::now() + bound;
+        // A kill that lands while the runtime is still starting the
+        // container can miss it (runsc accepts it, then starts the program
+        // anyway): repeated until the runtime ends, within the bound.
+        let ended = loop {
+            self.kill(child).await;
+            match tokio::time::timeout(KILL_RETRY, child.wait()).await {
+                Ok(_) => break true,
+                Err(_) if Instant::now() < deadline => {}
+                Err(_) => break false,
+            }
+        };
+        if !ended {
+            // The runtime is wedged: end it; removal deletes the container.
+            let _ = child.start_kill();
+            let _ = tokio::time::timeout(bound, child.wait()).await;
+        }
+    }
+
+    /// The runtime's own log, last lines, for a sandbox error's message.
+    fn runtime_log(&self) -> String {
+        let log = std::fs::read_to_string(self.bundle_dir.join("runtime.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().rev().take(3).collect();
+        if lines.is_empty() {
+            "the runtime logged nothing".into()
+        } else {
+            lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+        }
+    }
+}
+
+/// Feeds stdin (then closes it, so the program sees EOF) while draining both
+/// output streams, until both end.
+async fn feed_and_drain(
+    input: Option<tokio::process::ChildStdin>,
+    stdin: Option<Vec<u8>>,
+    out: Option<ChildStdout>,
+    err: Option<ChildStderr>,
+    stdout: &mut StreamCapture,
+    stderr: &mut StreamCapture,
+    last_output: &std::sync::Mutex<Option<Instant>>,
+) {
+    let feed = async move {
+        if let (Some(mut input), Some(bytes)) = (input, stdin) {
+            // A program may exit without reading its input: a failed write
+            // is its business, not a sandbox fault.
+            if let Err(err) = input.write_all(&bytes).await {
+                tracing::debug!("stdin write ended early: {err}");
+            }
+            let _closed = input.shutdown().await;
+        }
+    };
+    tokio::join!(
+        feed,
+        drain(out, stdout, last_output),
+        drain(err, stderr, last_output)
+    );
+}
+
+async fn drain(
+    stream: Option<impl AsyncRead + Unpin>,
+    capture: &mut StreamCapture,
+    last_output: &std::sync::Mutex<Option<Instant>>,
+) {
+    let Some(mut stream) = stream else {
+        return;
+    };
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => {
+                capture.push(&buffer[..read]);
+                if let Ok(mut last) = last_output.lock() {
+                    *last = Some(Instant::now());
+                }
+            }
+        }
+    }
+}
+
+fn not_run() -> Observed {
+    Observed {
+        outcome: Outcome::NotRun {
+            reason: "the call was cancelled".into(),
+        },
+        duration: Duration::ZERO,
+        usage: None,
+        confirm: None,
+    }
+}
+
+/// Resolves when the program's CPU time reaches `limit`; never without a
+/// limit or a measured cgroup.
+async fn cpu_limit_reached(
+    cgroup: Option<&InvocationCgroup>,
+    at_start: Option<Duration>,
+    limit: Option<Duration>,
+) {
+    let (Some(cgroup), Some(at_start), Some(limit)) = (cgroup, at_start, limit) else {
+        return std::future::pending().await;
+    };
+    let mut ticker = tokio::time::interval(CPU_LIMIT_POLL);
+    loop {
+        ticker.tick().await;
+        if let Some(now) = cgroup.cpu_usage()
+            && now.saturating_sub(at_start) >= limit
+        {
+            return;
+        }
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,317 @@
+//! The OCI backend against the real runc and runsc, the real registry and
+//! the host's cgroups: what only this backend promises (its cleanup on every
+//! path, its seccomp profile, its refusals, its image cache). The behaviour
+//! it shares with every backend is in the conformance battery
+//! (`tests/conformance`); the sweep after a killed progscore and SIGTERM are
+//! in the end-to-end signals tests, which drive the binary.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use progscore_oci::{OciClient, OciOptions};
+use progscore_sandbox::{
+    Invocation, Outcome, ProfileSpec, ProgramRun, RuntimeProfile, SandboxClient, SandboxError,
+};
+
+#[derive(serde::Deserialize)]
+struct GeneratedConfig {
+    profiles: BTreeMap<String, ProfileSpec>,
+}
+
+fn generated_config() -> PathBuf {
+    std::env::var_os("PROGSCORE_CONFIG")
+        .map(Into::into)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../progscore.toml"))
+}
+
+fn spec(name: &str) -> ProfileSpec {
+    let text = std::fs::read_to_string(generated_config()).expect("run scripts/setup.sh");
+    let config: GeneratedConfig = toml::from_str(&text).expect("config");
+    let mut spec = config.profiles[name].clone();
+    spec.limits.timeout = "3s".into();
+    spec
+}
+
+/// The generated `python-oci` and `python-oci-gvisor` profiles, with a
+/// shorter timeout.
+fn profiles() -> Vec<RuntimeProfile> {
+    ["python-oci", "python-oci-gvisor"]
+        .into_iter()
+        .map(|name| RuntimeProfile::from_spec(name, &spec(name), Path::new(".")).expect("profile"))
+        .collect()
+}
+
+fn client() -> OciClient {
+    OciClient::new(profiles(), OciOptions::default()).expect("client")
+}
+
+async fn run(client: &OciClient, profile: &str, program: &str) -> ProgramRun {
+    client
+        .execute(program.as_bytes(), profile, &[Invocation::default()])
+        .await
+        .unwrap_or_else(|e| panic!("{profile}: {e}"))
+}
+
+fn stdout(run: &ProgramRun) -> String {
+    run.events[0].stdout.data.to_string_lossy()
+}
+
+/// Everything of `client` that could outlive a call: files in its folder
+/// (workspaces, bundles), its runtimes' state, its cgroups, mounts naming it.
+fn leftovers(client: &OciClient) -> Vec<String> {
+    let owner = client.owner();
+    let mut found = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(client.owner_dir()) {
+        found.extend(entries.flatten().map(|e| e.path().display().to_string()));
+    }
+    let state = OciOptions::default().state_root.join(owner);
+    for runtime in ["runc", "runsc"] {
+        if let Ok(entries) = std::fs::read_dir(state.join(runtime)) {
+            found.extend(entries.flatten().map(|e| e.path().display().to_string()));
+        }
+    }
+    if let Ok(hierarchies) = std::fs::read_dir("/sys/fs/cgroup") {
+        for hierarchy in hierarchies.flatten() {
+            let dir = hierarchy.path().join("progscore").join(owner);
+            // The owner's own cgroup lives as long as the client; what must
+            // not outlive a call is an invocation's cgroup below it.
+            if let Ok(entries) = std::fs::read_dir(&dir) {
+                found.extend(
+                    entries
+                        .flatten()
+                        .filter(|e| e.path().is_dir())
+                        .map(|e| e.path().display().to_string()),
+                );
+            }
+        }
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    found.extend(
+        mounts
+            .lines()
+            .filter(|line| line.contains(owner))
+            .map(str::to_string),
+    );
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_runs_under_runc_and_runsc_with_its_provenance() {
+    let client = client();
+    for (profile, runtime) in [("python-oci", "runc"), ("python-oci-gvisor", "runsc")] {
+        let run = client
+            .execute(
+                b"import os, sys\nprint(int(sys.argv[1]) ** 2, os.getuid(), os.environ['HOME'], os.environ['HOSTNAME'])\n",
+                profile,
+                &[Invocation::with_args(["3"])],
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{profile}: {e}"));
+        let event = &run.events[0];
+        assert_eq!(
+            event.outcome,
+            Outcome::Exited { exit_code: 0 },
+            "{profile}: {run:?}"
+        );
+        // As under Docker: nobody, its home from the image, the hostname.
+        assert_eq!(stdout(&run), "9 65534 /nonexistent sandbox\n");
+        let provenance = event.provenance.as_ref().expect("provenance");
+        assert_eq!(provenance.backend, "oci");
+        assert_eq!(provenance.runtime, runtime);
+        assert!(
+            provenance.engine.starts_with(runtime),
+            "{}",
+            provenance.engine
+        );
+        assert!(
+            provenance
+                .image_id
+                .as_deref()
+                .is_some_and(|id| id.starts_with("sha256:"))
+        );
+        let usage = event
+            .usage
+            .as_ref()
+            .unwrap_or_else(|| panic!("{profile}: not measured: {run:?}"));
+        assert!(
+            usage.peak_memory_bytes.is_some_and(|peak| peak > 0),
+            "{usage:?}"
+        );
+        assert!(usage.cpu_ms.is_some(), "{usage:?}");
+    }
+    assert_eq!(leftovers(&client), Vec::<String>::new());
+    // The client's own cgroup and state folders go with it.
+    let owner = client.owner().to_string();
+    drop(client);
+    let hierarchies: Vec<_> = std::fs::read_dir("/sys/fs/cgroup")
+        .unwrap()
+        .flatten()
+        .map(|h| h.path().join("progscore").join(&owner))
+        .filter(|dir| dir.exists())
+        .collect();
+    assert_eq!(hierarchies, Vec::<std::path::PathBuf>::new());
+    assert!(!OciOptions::default().state_root.join(&owner).exists());
+}
+
+/// Dropping a call at any point of its life (before the container starts,
+/// while it starts, while the program runs) removes everything it made
+/// before the drop returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_leaves_no_container_cgroup_mount_bundle_or_workspace() {
+    let client = client();
+    let program = b"import time\nprint('started', flush=True)\ntime.sleep(30)\n";
+    let invocations = [Invocation::default(), Invocation::default()];
+    for profile in ["python-oci", "python-oci-gvisor"] {
+        for delay_ms in [0, 1, 5, 15, 40, 80, 150, 300, 700] {
+            let call = client.execute(program, profile, &invocations);
+            let ended = tokio::time::timeout(Duration::from_millis(delay_ms), call).await;
+            assert!(
+                ended.is_err(),
+                "{profile}: the call ended within {delay_ms} ms"
+            );
+            assert_eq!(
+                leftovers(&client),
+                Vec::<String>::new(),
+                "{profile}: cancelled after {delay_ms} ms"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seccomp_refuses_reaching_into_other_processes_and_ordinary_programs_work() {
+    let client = client();
+    // ptrace and process_vm_readv: allowed by Docker's default profile on
+    // recent kernels, refused by this backend's.
+    let refused = run(
+        &client,
+        "python-oci",
+        r#"import subprocess
+for name, call in [('ptrace', 'syscall(101, 0, 0, 0, 0)'), ('process_vm_readv', 'syscall(310, 1, 0, 0, 0, 0, 0)'), ('io_uring_setup', 'syscall(425, 1, 0)')]:
+    done = subprocess.run(['perl', '-e', '$r = ' + call + '; print(($r == -1) ? "refused " . ($!+0) : "allowed")'], capture_output=True, text=True)
+    print(name, done.stdout)
+"#,
+    )
+    .await;
+    assert_eq!(
+        refused.events[0].outcome,
+        Outcome::Exited { exit_code: 0 },
+        "{refused:?}"
+    );
+    let text = stdout(&refused);
+    assert_eq!(text.matches("refused 1").count(), 3, "{text}");
+
+    // Threads, subprocesses, a server and a client on the loopback.
+    let ordinary = run(
+        &client,
+        "python-oci",
+        r#"import socket, subprocess, threading
+server = socket.socket()
+server.bind(('127.0.0.1', 0))
+server.listen(1)
+def answer():
+    connection, _ = server.accept()
+    connection.sendall(connection.recv(16).upper())
+    connection.close()
+thread = threading.Thread(target=answer)
+thread.start()
+client = socket.create_connection(server.getsockname())
+client.sendall(b'ping')
+print(client.recv(16).decode())
+thread.join()
+print(subprocess.run(['echo', 'child'], capture_output=True, text=True).stdout.strip())
+"#,
+    )
+    .await;
+    assert_eq!(
+        ordinary.events[0].outcome,
+        Outcome::Exited { exit_code: 0 },
+        "{ordinary:?}"
+    );
+    assert_eq!(stdout(&ordinary), "PING\nchild\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_come_before_anything_runs() {
+    let mut missing = spec("python-oci");
+    missing.runtime = Some("no-such-runtime".into());
+    let missing = RuntimeProfile::from_spec("missing", &missing, Path::new(".")).unwrap();
+    let volume_image = fixture_reference("progscore-fixture-volume");
+    let mut volume = spec("python-oci");
+    volume.image = Some(volume_image.clone());
+    let volume = RuntimeProfile::from_spec("volume", &volume, Path::new(".")).unwrap();
+    let client = OciClient::new(vec![missing, volume], OciOptions::default()).unwrap();
+
+    let err = client
+        .execute(b"print(1)\n", "missing", &[Invocation::default()])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SandboxError::RuntimeMissing { .. }), "{err}");
+    assert!(err.to_string().contains("no-such-runtime"), "{err}");
+
+    let err = client.preflight("volume").await.unwrap_err();
+    assert!(matches!(err, SandboxError::ArtifactRefused { .. }), "{err}");
+    assert!(err.to_string().contains("/data"), "{err}");
+
+    let err = client
+        .execute(b"print(1)\n", "nope", &[Invocation::default()])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SandboxError::UnknownProfile { .. }), "{err}");
+    assert_eq!(leftovers(&client), Vec::<String>::new());
+}
+
+/// A cached image whose files changed on disk is never run: the next client
+/// rebuilds it from its verified blobs before anything runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tampered_cached_image_is_rebuilt_not_run() {
+    let cache = tempfile::tempdir().unwrap();
+    let options = OciOptions {
+        image_cache: cache.path().to_path_buf(),
+        ..OciOptions::default()
+    };
+    let program = "import os\nprint(open('/usr/lib/python3.11/os.py').read().count('TAMPERED'))\n";
+    let first = OciClient::new(profiles(), options.clone()).unwrap();
+    assert_eq!(stdout(&run(&first, "python-oci", program).await), "0\n");
+    drop(first);
+
+    let os_py: Vec<PathBuf> = glob_rootfs(cache.path(), "usr/lib/python3.11/os.py");
+    assert_eq!(os_py.len(), 1, "{os_py:?}");
+    let mut text = std::fs::read_to_string(&os_py[0]).unwrap();
+    text.push_str("\n# TAMPERED\n");
+    std::fs::write(&os_py[0], text).unwrap();
+
+    let second = OciClient::new(profiles(), options).unwrap();
+    let run = run(&second, "python-oci", program).await;
+    assert_eq!(stdout(&run), "0\n", "the tampered file ran: {run:?}");
+}
+
+/// Files at `relative` inside every cached rootfs under `cache`.
+fn glob_rootfs(cache: &Path, relative: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(cache.join("images"))
+        .unwrap()
+        .flatten()
+        .map(|image| image.path().join("rootfs").join(relative))
+        .filter(|path| path.is_file())
+        .collect()
+}
+
+/// A fixture image's digest reference, as scripts/setup.sh pushed it.
+fn fixture_reference(name: &str) -> String {
+    let output = std::process::Command::new("docker")
+        .args([
+            "image",
+            "inspect",
+            &format!("127.0.0.1:5000/{name}:latest"),
+            "--format",
+            "{{range .RepoDigests}}{{println .}}{{end}}",
+        ])
+        .output()
+        .expect("docker");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find(|line| line.starts_with("127.0.0.1:5000/"))
+        .unwrap_or_else(|| panic!("{name} is not pushed: run scripts/setup.sh"))
+        .to_string()
+}
