@@ -1,5 +1,7 @@
 //! `progscore run`, `profiles`, `doctor`.
 
+use std::path::Path;
+
 use progscore_e2e::{Dir, stderr, stdout};
 
 const SQUARE: &str = "import sys\nprint(int(sys.argv[1]) ** 2)\n";
@@ -221,4 +223,73 @@ fn doctor_explains_a_missing_runtime() {
         report.contains("[FAIL] profile python-gvisor") && report.contains("daemon.json"),
         "{report}"
     );
+}
+
+/// `doctor` lists the OCI image cache and checks each tree: a file changed
+/// after unpacking fails the check (exit 1, the problem named), and the
+/// next use rebuilds the image rather than run the changed tree.
+#[test]
+fn doctor_checks_the_oci_image_cache_and_a_changed_tree_is_rebuilt() {
+    let dir = Dir::new();
+    dir.edit_config(|text| format!("{text}\n[oci]\nimage_cache = \"oci-cache\"\n"));
+    let doctor = || {
+        let output = dir.run(&["doctor", "--json"]);
+        (output.status.code(), json(&output))
+    };
+    let (code, report) = doctor();
+    assert_eq!(code, Some(0), "{report}");
+    let cache = report["oci_cache"].as_array().expect("the cache is listed");
+    assert_eq!(cache.len(), 1, "{report}");
+    assert_eq!(cache[0]["ok"], true, "{report}");
+    assert!(
+        cache[0]["reference"]
+            .as_str()
+            .is_some_and(|r| r.contains("python-sandbox@sha256:")),
+        "{report}"
+    );
+
+    let passwd = find_file(&dir.path().join("oci-cache"), Path::new("etc/passwd"))
+        .expect("the unpacked tree holds etc/passwd");
+    let mut text = std::fs::read_to_string(&passwd).unwrap();
+    text.push_str("intruder:x:0:0::/root:/bin/sh\n");
+    std::fs::write(&passwd, text).unwrap();
+
+    let (code, report) = doctor();
+    assert_eq!(code, Some(1), "{report}");
+    let problems = report["oci_cache"][0]["problems"].to_string();
+    assert!(
+        problems.contains("changed since it was prepared"),
+        "{report}"
+    );
+    assert_eq!(report["oci_cache"][0]["rebuilt"], true, "{report}");
+    // The profiles' checks use the image, and so rebuilt it.
+    assert!(
+        report["oci"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["ok"] == true),
+        "{report}"
+    );
+    let rebuilt = std::fs::read_to_string(&passwd).unwrap_or_default();
+    assert!(!rebuilt.contains("intruder"), "{rebuilt}");
+    let (code, report) = doctor();
+    assert_eq!(code, Some(0), "{report}");
+}
+
+/// The first file below `root` whose path ends with `tail`.
+fn find_file(root: &Path, tail: &Path) -> Option<std::path::PathBuf> {
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).ok()?.flatten() {
+            let path = entry.path();
+            let kind = entry.file_type().ok()?;
+            if kind.is_file() && path.ends_with(tail) {
+                return Some(path);
+            } else if kind.is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    None
 }

@@ -15,6 +15,69 @@ fn square_item(id: &str, expected: &str) -> String {
     SQUARE_ITEM.replace("ID", id).replace("EXPECTED", expected)
 }
 
+fn documented_verdicts() -> BTreeMap<String, String> {
+    std::fs::read_to_string(examples().join("expected-verdicts.txt"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (id, v) = l.split_once(' ').unwrap();
+            (id.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+/// The same batch with its Docker profiles swapped for the daemonless OCI
+/// ones (same image, same limits): the same verdicts, with the OCI
+/// backend named in every case's provenance.
+#[test]
+fn the_example_batch_gets_the_same_verdicts_without_a_daemon() {
+    let dir = Dir::new();
+    let batch = std::fs::read_to_string(examples().join("batch.jsonl"))
+        .unwrap()
+        .replace(
+            "\"profile\": \"python-gvisor\"",
+            "\"profile\": \"python-oci-gvisor\"",
+        )
+        .replace("\"profile\": \"python\"", "\"profile\": \"python-oci\"");
+    dir.write("batch.jsonl", batch);
+    // Its program files, beside it as beside the original.
+    std::fs::create_dir(dir.path().join("programs")).unwrap();
+    for file in std::fs::read_dir(examples().join("programs")).unwrap() {
+        let file = file.unwrap();
+        std::fs::copy(
+            file.path(),
+            dir.path().join("programs").join(file.file_name()),
+        )
+        .unwrap();
+    }
+    let output = dir.run(&["score", "batch.jsonl", "--out", "results.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results = result_lines(&std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap());
+    let got: BTreeMap<String, String> = results
+        .iter()
+        .map(|line| (line["id"].as_str().unwrap().to_string(), verdict(line)))
+        .collect();
+    assert_eq!(got, documented_verdicts());
+    let store = rusqlite::Connection::open(dir.path().join("evidence.db")).unwrap();
+    let runs: Vec<String> = store
+        .prepare("SELECT run FROM observations")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(!runs.is_empty());
+    for run in runs {
+        let run: serde_json::Value = serde_json::from_str(&run).unwrap();
+        for event in run["events"].as_array().unwrap() {
+            if let Some(backend) = event["provenance"]["backend"].as_str() {
+                assert_eq!(backend, "oci", "{event}");
+            }
+        }
+    }
+}
+
 #[test]
 fn the_example_batch_gets_its_documented_verdicts() {
     let dir = Dir::new();
@@ -26,17 +89,7 @@ fn the_example_batch_gets_its_documented_verdicts() {
         .iter()
         .map(|line| (line["id"].as_str().unwrap().to_string(), verdict(line)))
         .collect();
-    let expected: BTreeMap<String, String> =
-        std::fs::read_to_string(examples().join("expected-verdicts.txt"))
-            .unwrap()
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-            .map(|l| {
-                let (id, v) = l.split_once(' ').unwrap();
-                (id.to_string(), v.to_string())
-            })
-            .collect();
-    assert_eq!(got, expected);
+    assert_eq!(got, documented_verdicts());
     // The result line schema.
     for line in &results {
         for key in [

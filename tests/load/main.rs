@@ -281,3 +281,13 @@ fn verdicts_do_not_depend_on_load_under_gvisor() {
 fn verdicts_do_not_depend_on_load_under_wasi() {
     verdicts_do_not_depend_on_load("python-wasi");
 }
+
+#[test]
+fn verdicts_do_not_depend_on_load_under_oci_runc() {
+    verdicts_do_not_depend_on_load("python-oci");
+}
+
+#[test]
+fn verdicts_do_not_depend_on_load_under_oci_gvisor() {
+    verdicts_do_not_depend_on_load("python-oci-gvisor");
+}
