@@ -20,7 +20,13 @@ fn main() {
         .unwrap_or(120);
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../progscore.toml");
     let config = Config::load(&path).expect("progscore.toml: run scripts/setup.sh");
-    let names = ["python", "python-gvisor", "python-wasi"];
+    let names = [
+        "python",
+        "python-gvisor",
+        "python-wasi",
+        "python-oci",
+        "python-oci-gvisor",
+    ];
     let profiles: Vec<RuntimeProfile> = names
         .iter()
         .map(|name| config.profile(name).expect("profile").clone())
@@ -39,8 +45,11 @@ fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
 
     println!("{count} generated programs per backend, each at its best parallelism");
-    // Warm-up: the WASI module is compiled (or loaded from the cache) once.
-    runtime.block_on(run_backend(&backends, "python-wasi", &programs[..2], 1));
+    // Warm-up: the WASI module is compiled (or loaded from the cache) once;
+    // the OCI image is fetched and unpacked once.
+    for warm in ["python-wasi", "python-oci", "python-oci-gvisor"] {
+        runtime.block_on(run_backend(&backends, warm, &programs[..2], 1));
+    }
 
     let mut rows = Vec::new();
     let baseline = best(&[1, 2, 4], |jobs| run_plain(&programs, jobs));
@@ -49,6 +58,8 @@ fn main() {
         ("docker runc", "python"),
         ("docker gVisor (runsc)", "python-gvisor"),
         ("wasi (wasmtime)", "python-wasi"),
+        ("oci runc", "python-oci"),
+        ("oci gVisor (runsc)", "python-oci-gvisor"),
     ] {
         let probe = &programs[..programs.len().min(30)];
         let (jobs, _) = best(&[2, 4, 6, 8], |jobs| {
