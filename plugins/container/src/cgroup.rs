@@ -459,6 +459,31 @@ impl InvocationCgroup {
 
 /// `rmdir` of a cgroup folder and its sub-folders, deepest first. cgroup
 /// folders hold only kernel files, which go with the folder.
+/// How often a CPU-time limit is checked against the cgroup's counter.
+const CPU_LIMIT_POLL: Duration = Duration::from_millis(20);
+
+/// Resolves when the CPU time counted in `cgroup` since `at_start` reaches
+/// `limit`; never without a limit or a measured cgroup (preflight refuses
+/// such profiles).
+pub async fn cpu_limit_reached(
+    cgroup: Option<&InvocationCgroup>,
+    at_start: Option<Duration>,
+    limit: Option<Duration>,
+) {
+    let (Some(cgroup), Some(at_start), Some(limit)) = (cgroup, at_start, limit) else {
+        return std::future::pending().await;
+    };
+    let mut ticker = tokio::time::interval(CPU_LIMIT_POLL);
+    loop {
+        ticker.tick().await;
+        if let Some(now) = cgroup.cpu_usage()
+            && now.saturating_sub(at_start) >= limit
+        {
+            return;
+        }
+    }
+}
+
 fn process_exists(pid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks that the process exists; nothing is sent.
     let found = unsafe { libc::kill(pid, 0) } == 0;

@@ -1,15 +1,48 @@
 //! Makes dropping a call's future wait for the call's cleanup.
 
+use std::future::Future;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use tokio::task::JoinError;
 use tokio_util::sync::CancellationToken;
+
+/// Starts `call` on `runtime` (a client's own, never the caller's) with a
+/// token of its own, and returns the future the caller awaits. Dropping that
+/// future before the call finished cancels the token and blocks until the
+/// call has ended, its cleanup included (at most `cleanup_bound`): a
+/// dropped call never returns while what it created may still exist.
+pub fn spawn_guarded<F, C>(
+    runtime: &tokio::runtime::Runtime,
+    cleanup_bound: Duration,
+    call: C,
+) -> impl Future<Output = Result<F::Output, JoinError>> + Send + 'static
+where
+    C: FnOnce(CancellationToken) -> F,
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let token = CancellationToken::new();
+    let (mut on_drop, finished) = cancel_pair(token.clone(), cleanup_bound);
+    let call = call(token);
+    let task = runtime.spawn(async move {
+        let result = call.await;
+        // Only now, after the call's own cleanup, may a dropped caller go on.
+        drop(finished);
+        result
+    });
+    async move {
+        let result = task.await;
+        on_drop.disarm();
+        result
+    }
+}
 
 /// Held by the caller's future. When the future is dropped before the call
 /// finished, it cancels the call's task and blocks until that task (running
 /// on the client's own runtime, never the caller's) has removed everything
 /// it created.
-pub struct CancelOnDrop {
+struct CancelOnDrop {
     token: CancellationToken,
     finished: mpsc::Receiver<()>,
     /// How long a dropped call may block its caller while cleaning up: the
@@ -22,11 +55,11 @@ pub struct CancelOnDrop {
 
 /// Held by the call's task; dropping it (at the end of the task, after
 /// cleanup, or by unwinding) releases a waiting [`CancelOnDrop`].
-pub struct FinishedSignal {
+struct FinishedSignal {
     _sender: mpsc::Sender<()>,
 }
 
-pub fn cancel_pair(
+fn cancel_pair(
     token: CancellationToken,
     cleanup_bound: Duration,
 ) -> (CancelOnDrop, FinishedSignal) {
@@ -44,7 +77,7 @@ pub fn cancel_pair(
 
 impl CancelOnDrop {
     /// The call completed normally: nothing to wait for on drop.
-    pub fn disarm(&mut self) {
+    fn disarm(&mut self) {
         self.armed = false;
     }
 }

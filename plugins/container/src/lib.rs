@@ -15,8 +15,8 @@ pub mod output;
 pub mod schedule;
 pub mod workspace;
 
-pub use cgroup::{Cgroups, InvocationCgroup, OomWatch, WaitSample};
-pub use guard::{CancelOnDrop, FinishedSignal, cancel_pair};
+pub use cgroup::{Cgroups, InvocationCgroup, OomWatch, WaitSample, cpu_limit_reached};
+pub use guard::spawn_guarded;
 pub use output::output_was_active;
 pub use schedule::{Load, Running, Slot};
 pub use workspace::Workspace;

@@ -22,7 +22,7 @@ use crate::options::{DockerOptions, OWNER_KIND};
 use crate::sweep::{list_owned, sweep_dead_owners};
 use progscore_container::Cgroups;
 use progscore_container::Workspace;
-use progscore_container::cancel_pair;
+use progscore_container::spawn_guarded;
 use progscore_container::{Load, Slot};
 
 /// How many times one invocation runs again after the engine dropped it.
@@ -158,8 +158,12 @@ impl DockerClient {
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        self.runtime().spawn(future)
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
         match &self.runtime {
-            Some(runtime) => runtime.spawn(future),
+            Some(runtime) => runtime,
             None => unreachable!("the runtime is only taken in Drop"),
         }
     }
@@ -193,20 +197,14 @@ impl SandboxClient for DockerClient {
         let program = program.to_vec();
         let profile = profile.to_string();
         let invocations = invocations.to_vec();
-        let token = CancellationToken::new();
         // A dropped call waits for its cleanup: at most a kill, a wait and a
         // removal, each bounded by the engine timeout.
         let cleanup_bound = self.inner.options.engine_timeout * 3 + Duration::from_secs(10);
-        let (mut on_drop, finished) = cancel_pair(token.clone(), cleanup_bound);
-        let task = self.spawn(async move {
-            let result = inner.run(&program, &profile, &invocations, &token).await;
-            drop(finished);
-            result
+        let task = spawn_guarded(self.runtime(), cleanup_bound, |token| async move {
+            inner.run(&program, &profile, &invocations, &token).await
         });
         Box::pin(async move {
-            let result = task.await;
-            on_drop.disarm();
-            result.map_err(|e| SandboxError::Setup {
+            task.await.map_err(|e| SandboxError::Setup {
                 message: format!("the sandbox task failed: {e}"),
             })?
         })

@@ -24,7 +24,7 @@ use bollard::query_parameters::{
     AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, InspectContainerOptions,
     KillContainerOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions,
 };
-use progscore_container::{Cgroups, InvocationCgroup, Load, output_was_active};
+use progscore_container::{Cgroups, InvocationCgroup, Load, cpu_limit_reached, output_was_active};
 use progscore_sandbox::{
     CpuWindow, Invocation, InvocationEvent, Outcome, Provenance, ResourceUsage, RuntimeProfile,
     StreamCapture, TimeLimit, TimeoutProof, fair_extension,
@@ -38,8 +38,6 @@ use crate::health::EngineHealth;
 use crate::options::{DockerOptions, OWNER_LABEL};
 use crate::streams::{feed_and_drain, wait_for_exit};
 
-/// How often a CPU-time limit is checked against the cgroup's counter.
-const CPU_LIMIT_POLL: Duration = Duration::from_millis(20);
 /// Everything an invocation needs from its call.
 pub(crate) struct InvocationContext<'a> {
     pub docker: &'a Docker,
@@ -567,27 +565,6 @@ fn not_run() -> Observed {
         duration: Duration::ZERO,
         usage: None,
         confirm: None,
-    }
-}
-
-/// Resolves when the program's CPU time reaches `limit`; never without a
-/// limit or a measurable cgroup (preflight refuses such profiles).
-async fn cpu_limit_reached(
-    cgroup: Option<&InvocationCgroup>,
-    at_start: Option<Duration>,
-    limit: Option<Duration>,
-) {
-    let (Some(cgroup), Some(at_start), Some(limit)) = (cgroup, at_start, limit) else {
-        return std::future::pending().await;
-    };
-    let mut ticker = tokio::time::interval(CPU_LIMIT_POLL);
-    loop {
-        ticker.tick().await;
-        if let Some(now) = cgroup.cpu_usage()
-            && now.saturating_sub(at_start) >= limit
-        {
-            return;
-        }
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use progscore_container::{Cgroups, Load, Slot, Workspace, cancel_pair};
+use progscore_container::{Cgroups, Load, Slot, Workspace, spawn_guarded};
 use progscore_sandbox::{
     Backend, BoxFuture, Invocation, InvocationEvent, Owner, Preflight, ProgramRun, RuntimeProfile,
     SandboxClient, SandboxError, sha256_hex,
@@ -126,10 +126,13 @@ impl OciClient {
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        self.runtime().spawn(future)
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
         self.runtime
             .as_ref()
             .expect("the runtime lives as long as the client")
-            .spawn(future)
     }
 }
 
@@ -169,20 +172,14 @@ impl SandboxClient for OciClient {
         let program = program.to_vec();
         let profile = profile.to_string();
         let invocations = invocations.to_vec();
-        let token = CancellationToken::new();
-        // A dropped call waits for its cleanup: a kill, the runtime's exit,
-        // a delete, each bounded by the runtime timeout.
+        // A dropped call waits for its cleanup: kills until the runtime
+        // ends, its exit, a delete, each bounded by the runtime timeout.
         let cleanup_bound = self.inner.options.runtime_timeout * 4 + Duration::from_secs(10);
-        let (mut on_drop, finished) = cancel_pair(token.clone(), cleanup_bound);
-        let task = self.spawn(async move {
-            let result = inner.run(&program, &profile, &invocations, &token).await;
-            drop(finished);
-            result
+        let task = spawn_guarded(self.runtime(), cleanup_bound, |token| async move {
+            inner.run(&program, &profile, &invocations, &token).await
         });
         Box::pin(async move {
-            let result = task.await;
-            on_drop.disarm();
-            result.map_err(|e| SandboxError::Setup {
+            task.await.map_err(|e| SandboxError::Setup {
                 message: format!("the sandbox task failed: {e}"),
             })?
         })

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use progscore_container::{Cgroups, InvocationCgroup, Load, output_was_active};
+use progscore_container::{Cgroups, InvocationCgroup, Load, cpu_limit_reached, output_was_active};
 use progscore_sandbox::{
     CpuWindow, Invocation, InvocationEvent, Outcome, Provenance, ResourceUsage, RuntimeProfile,
     StreamCapture, TimeLimit, TimeoutProof, fair_extension,
@@ -28,8 +28,6 @@ use crate::bundle::{self, Placement};
 use crate::options::OciOptions;
 use crate::runtime::OciRuntime;
 
-/// How often a CPU-time limit is checked against the cgroup's counter.
-const CPU_LIMIT_POLL: Duration = Duration::from_millis(20);
 /// How often the runtime's pid file is looked for while the container starts.
 const START_POLL: Duration = Duration::from_millis(2);
 /// How long a kill is given before it is sent again.
@@ -622,27 +620,6 @@ fn not_run() -> Observed {
         duration: Duration::ZERO,
         usage: None,
         confirm: None,
-    }
-}
-
-/// Resolves when the program's CPU time reaches `limit`; never without a
-/// limit or a measured cgroup.
-async fn cpu_limit_reached(
-    cgroup: Option<&InvocationCgroup>,
-    at_start: Option<Duration>,
-    limit: Option<Duration>,
-) {
-    let (Some(cgroup), Some(at_start), Some(limit)) = (cgroup, at_start, limit) else {
-        return std::future::pending().await;
-    };
-    let mut ticker = tokio::time::interval(CPU_LIMIT_POLL);
-    loop {
-        ticker.tick().await;
-        if let Some(now) = cgroup.cpu_usage()
-            && now.saturating_sub(at_start) >= limit
-        {
-            return;
-        }
     }
 }
 
