@@ -158,7 +158,8 @@ fn batches_stopped_by_signals_leave_nothing_behind(profile: &str, rounds: usize)
         let left = dir.owner_leftovers();
         assert!(
             left.is_empty(),
-            "{profile} round {round}: left behind: {left:?}"
+            "{profile} round {round}: left behind: {left:?}\n{}",
+            stderr(&output)
         );
     }
     assert!(

@@ -7,6 +7,22 @@ use std::time::Duration;
 use tokio::task::JoinError;
 use tokio_util::sync::CancellationToken;
 
+/// How long a client's drop waits for the blocking work of tasks it
+/// abandons (a preflight cut short by a signal verifying an image).
+const SHUTDOWN_BOUND: Duration = Duration::from_secs(10);
+
+/// Stops a client's own runtime as the client is dropped. Every task on it
+/// is dropped before this returns (and with it what the task held, such as
+/// the client's owner record, which then removes its files), and blocking
+/// work gets up to ten seconds; unlike dropping the runtime, this may be
+/// called from within another runtime.
+pub fn shut_down(runtime: tokio::runtime::Runtime) {
+    // Tokio refuses to wait for a runtime from inside an async context; a
+    // thread of its own may, and this one waits for that thread.
+    let stopping = std::thread::spawn(move || runtime.shutdown_timeout(SHUTDOWN_BOUND));
+    let _ = stopping.join();
+}
+
 /// Starts `call` on `runtime` (a client's own, never the caller's) with a
 /// token of its own, and returns the future the caller awaits. Dropping that
 /// future before the call finished cancels the token and blocks until the

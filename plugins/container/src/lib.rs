@@ -16,7 +16,7 @@ pub mod schedule;
 pub mod workspace;
 
 pub use cgroup::{Cgroups, InvocationCgroup, OomWatch, WaitSample, cpu_limit_reached};
-pub use guard::spawn_guarded;
+pub use guard::{shut_down, spawn_guarded};
 pub use output::output_was_active;
 pub use schedule::{Load, Running, Slot};
 pub use workspace::Workspace;

@@ -22,8 +22,8 @@ use crate::options::{DockerOptions, OWNER_KIND};
 use crate::sweep::{list_owned, sweep_dead_owners};
 use progscore_container::Cgroups;
 use progscore_container::Workspace;
-use progscore_container::spawn_guarded;
 use progscore_container::{Load, Slot};
+use progscore_container::{shut_down, spawn_guarded};
 
 /// How many times one invocation runs again after the engine dropped it.
 const MAX_OUTAGE_RERUNS: usize = 2;
@@ -171,10 +171,11 @@ impl DockerClient {
 
 impl Drop for DockerClient {
     fn drop(&mut self) {
-        // Dropping a runtime inside an async context panics; no call can be in
-        // flight here (calls borrow the client), so nothing is abandoned.
+        // No call can be in flight here (calls borrow the client), but a
+        // preflight whose caller gave up (a signal during the checks) may
+        // be: it is dropped now, with the owner record it holds.
         if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
+            shut_down(runtime);
         }
         if let Some(cgroups) = self.inner.engine.get().and_then(|e| e.cgroups.as_ref()) {
             cgroups.release_owner(self.inner.owner.name());

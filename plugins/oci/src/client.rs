@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use progscore_container::{Cgroups, Load, Slot, Workspace, spawn_guarded};
+use progscore_container::{Cgroups, Load, Slot, Workspace, shut_down, spawn_guarded};
 use progscore_sandbox::{
     Backend, BoxFuture, Invocation, InvocationEvent, Owner, Preflight, ProgramRun, RuntimeProfile,
     SandboxClient, SandboxError, sha256_hex,
@@ -138,10 +138,11 @@ impl OciClient {
 
 impl Drop for OciClient {
     fn drop(&mut self) {
-        // Dropping a runtime inside an async context panics; no call can be in
-        // flight here (calls borrow the client), so nothing is abandoned.
+        // No call can be in flight here (calls borrow the client), but a
+        // preflight whose caller gave up (a signal during the checks) may
+        // be: it is dropped now, with the owner record it holds.
         if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
+            shut_down(runtime);
         }
         // The runtimes' state folders of this client, when empty (a
         // container left in one is for the next client's sweep).
@@ -345,6 +346,7 @@ impl Inner {
         if !warnings.is_empty() {
             // Something could not be removed: keep this owner's files so the
             // next client's sweep finds what is left.
+            tracing::warn!("left for the next start's sweep: {}", warnings.join("; "));
             self.owner.keep_for_sweep();
         }
         Ok(ProgramRun {
