@@ -37,6 +37,8 @@ install_packages() {
     command -v debootstrap >/dev/null || missing+=(debootstrap)
     command -v docker-registry >/dev/null || missing+=(docker-registry)
     command -v curl >/dev/null || missing+=(curl)
+    # The report's tests open it in a real headless browser.
+    command -v chromium >/dev/null || missing+=(chromium)
     command -v unzip >/dev/null || missing+=(unzip)
     if [ "${#missing[@]}" -gt 0 ]; then
         log "installing ${missing[*]}"

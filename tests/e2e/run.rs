@@ -293,3 +293,54 @@ fn find_file(root: &Path, tail: &Path) -> Option<std::path::PathBuf> {
     }
     None
 }
+
+/// The built-in comparators need no config: with no `progscore.toml`,
+/// `compare` uses them; a config named but missing is still an error.
+#[test]
+fn compare_runs_the_built_ins_without_a_config() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("out.txt"), "9\n").unwrap();
+    let compare = |extra: &[&str]| {
+        std::process::Command::new(progscore_e2e::binary())
+            .current_dir(dir.path())
+            .env_remove("PROGSCORE_CONFIG")
+            .args(extra)
+            .args([
+                "compare",
+                "equals",
+                "--params",
+                r#"{"value": "9"}"#,
+                "--observed",
+                "out.txt",
+            ])
+            .output()
+            .unwrap()
+    };
+    let output = compare(&[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(json(&output)["verdict"], "match");
+    let output = compare(&["--config", "missing.toml"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("missing.toml"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Log lines written to a pipe carry no colour codes.
+#[test]
+fn logs_to_a_pipe_are_plain_text() {
+    let dir = Dir::new();
+    dir.write("square.py", SQUARE);
+    let output = dir
+        .command()
+        .env("PROGSCORE_LOG", "debug")
+        .args(["run", "--profile", "python", "square.py", "--", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let log = stderr(&output);
+    assert!(log.contains("DEBUG"), "no log lines to check: {log}");
+    assert!(!log.contains('\u{1b}'), "colour codes in a pipe: {log:?}");
+}

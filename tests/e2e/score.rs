@@ -598,3 +598,50 @@ fn the_wasi_profile_scores_replays_and_rescores_without_docker() {
     assert_eq!(verdict(line), "false", "{line}");
     assert_eq!(line["changed"], true);
 }
+
+/// A damaged store is the store's fault, not each line's: said once, with
+/// the file and how to check it, and the rescore stops (exit 2).
+#[test]
+fn a_damaged_store_is_reported_once_naming_the_file() {
+    let dir = Dir::new();
+    let batch: String = (0..12)
+        .map(|i| square_item(&format!("sq-{i}"), "9") + "\n")
+        .collect();
+    dir.write("batch.jsonl", &batch);
+    let output = dir.run(&["score", "batch.jsonl", "--out", "first.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // Overwrite the observations table's root page, leaving the schema intact.
+    let path = dir.path().join("evidence.db");
+    let (root, page_size): (i64, i64) = {
+        let store = rusqlite::Connection::open(&path).unwrap();
+        store
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        let root = store
+            .query_row(
+                "SELECT rootpage FROM sqlite_master WHERE name = 'observations'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        let page_size = store
+            .query_row("PRAGMA page_size", [], |row| row.get(0))
+            .unwrap();
+        (root, page_size)
+    };
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.seek(SeekFrom::Start(((root - 1) * page_size) as u64))
+            .unwrap();
+        file.write_all(&[0x0d; 1]).unwrap();
+        file.write_all(&[0xff; 64]).unwrap();
+    }
+    let output = dir.run(&["rescore", "batch.jsonl", "--out", "again.jsonl"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert_eq!(message.matches("evidence store").count(), 1, "{message}");
+    assert!(message.contains("evidence.db"), "{message}");
+    assert!(message.contains("PRAGMA integrity_check"), "{message}");
+    assert!(message.contains("stopped at batch.jsonl:1"), "{message}");
+}

@@ -23,6 +23,12 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // Colour only on a terminal, and never when NO_COLOR is set
+        // (https://no-color.org): a log file or pipe gets plain text.
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        )
         .init();
     let args = cli::Args::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

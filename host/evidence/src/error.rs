@@ -83,6 +83,21 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the store itself failed (cannot open, damaged file, disk
+    /// full, busy, poisoned), as opposed to one record being wrong: such a
+    /// fault is no item's fault and the same for every item, so a batch
+    /// says it once and stops.
+    pub fn is_store_fault(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Open { .. }
+                | StoreError::SchemaTooNew { .. }
+                | StoreError::Migration { .. }
+                | StoreError::Sqlite { .. }
+                | StoreError::Poisoned
+        )
+    }
+
     pub(crate) fn sqlite(context: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
         move |source| StoreError::Sqlite { context, source }
     }

@@ -4,6 +4,7 @@
 mod comparators;
 mod doctor;
 mod evidence;
+mod output;
 mod profiles;
 mod report;
 mod run;
@@ -59,6 +60,8 @@ pub enum Command {
     Profiles(profiles::ProfilesArgs),
     /// Check that every profile's backend is usable, and say why not.
     Doctor(doctor::DoctorArgs),
+    /// Write a batch's results as one self-contained HTML page.
+    Report(report::ReportArgs),
 }
 
 /// A request to stop: SIGINT, SIGTERM or SIGHUP, and the exit status it gives.
@@ -143,7 +146,17 @@ pub fn wasi_workers() -> progscore::backends::WasiWorkers {
 }
 
 pub async fn dispatch(args: Args) -> u8 {
-    let config = match Config::load(&args.config) {
+    // The built-in comparators need no config: without the default file,
+    // `compare` and `comparators` use them alone.
+    let builtins_only = matches!(args.command, Command::Compare(_) | Command::Comparators(_))
+        && args.config == std::path::Path::new(DEFAULT_CONFIG)
+        && !args.config.exists();
+    let loaded = if builtins_only {
+        Config::parse(&args.config, "")
+    } else {
+        Config::load(&args.config)
+    };
+    let config = match loaded {
         Ok(config) => config,
         Err(err) => {
             eprintln!("progscore: {err}");
@@ -161,6 +174,7 @@ pub async fn dispatch(args: Args) -> u8 {
         Command::Run(run_args) => run::run(&config, run_args).await,
         Command::Profiles(profile_args) => profiles::run(&config, profile_args),
         Command::Doctor(doctor_args) => doctor::run(&config, doctor_args).await,
+        Command::Report(report_args) => report::run(&config, report_args),
     };
     match result {
         Ok(code) => code,

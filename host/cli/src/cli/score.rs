@@ -11,12 +11,13 @@ use progscore::batch::{Batch, BatchItem, BatchLineError};
 use progscore::config::Config;
 use progscore::session::Session;
 use progscore_sandbox::SandboxError;
+use progscore_scoring::evidence::StoreError;
 use progscore_scoring::{
     Condition, ProgramInput, RescoreRequest, ScoreRequest, ScoringError, ScoringExpectation,
 };
 use tokio_util::sync::CancellationToken;
 
-use super::report::{Output, Progress, Summary, result_line, verdict_word};
+use super::output::{Output, Progress, Summary, result_line, verdict_word};
 use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, Terminations};
 
 /// Parallel programs by default, per core. Measured on a 2-core machine
@@ -55,6 +56,9 @@ pub struct ScoreArgs {
     /// Exit 1 when any item has this verdict (repeatable).
     #[arg(long, value_enum)]
     fail_on: Vec<FailOn>,
+    /// At the end, also write the results as an HTML page here (see `progscore report`).
+    #[arg(long)]
+    report: Option<PathBuf>,
 }
 
 #[derive(Debug, Parser)]
@@ -192,6 +196,10 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
     };
     // Why the batch stopped before its end, when the sandbox went away.
     let mut stopped: Option<String> = None;
+    // Set when the evidence store itself failed.
+    let mut store_failed: Option<String> = None;
+    // The result lines, kept for --report.
+    let mut written: Vec<serde_json::Value> = Vec::new();
     let mut ticker = tokio::time::interval(Duration::from_secs(2));
     ticker.tick().await;
     loop {
@@ -200,11 +208,25 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
                 let Some((id, result)) = next else { break };
                 match result {
                     Ok(score) => {
-                        out.line(&result_line(&score, None))?;
+                        let line = result_line(&score, None);
+                        out.line(&line)?;
+                        if args.report.is_some() {
+                            written.push(line);
+                        }
                         summary.add(&score);
                         progress.done(&summary);
                     }
                     Err(ScoringError::Cancelled) => summary.cancelled += 1,
+                    Err(ScoringError::Store(err)) if err.is_store_fault() => {
+                        // The same for every item: said once, and the batch stops.
+                        summary.errors += 1;
+                        if store_failed.is_none() {
+                            eprintln!("progscore: {}", store_fault_message(&session, &err));
+                            store_failed = Some(err.to_string());
+                            cancel.cancel();
+                        }
+                        progress.done(&summary);
+                    }
                     Err(ScoringError::Refused(err)) => {
                         summary.not_scored += 1;
                         if matches!(err, SandboxError::EngineUnavailable { .. }) {
@@ -233,6 +255,15 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
     progress.finish();
     out.flush()?;
     summary.print(started.elapsed(), bad_lines.len());
+    if let Some(path) = &args.report {
+        // Scored items are stored and their lines written: a report that
+        // cannot be made is said, and loses nothing.
+        let made = write_report(&session, &args.batch, written, started.elapsed(), path);
+        match made {
+            Ok(()) => eprintln!("progscore: report written to {}", path.display()),
+            Err(err) => eprintln!("progscore: no report: {err:#}"),
+        }
+    }
     if let Some(signal) = received.get() {
         eprintln!(
             "progscore: {}: {} item(s) not scored; their containers were removed. Run the same command again to continue.",
@@ -240,6 +271,13 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
             summary.cancelled + summary.not_scored
         );
         return Ok(signal.exit_code);
+    }
+    if store_failed.is_some() {
+        eprintln!(
+            "progscore: stopped: the evidence store failed; {} item(s) not scored. The results written so far stand.",
+            summary.cancelled + summary.not_scored + summary.errors
+        );
+        return Ok(EXIT_ERROR);
     }
     if stopped.is_some() {
         eprintln!(
@@ -252,6 +290,26 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
         return Ok(EXIT_UNAVAILABLE);
     }
     Ok(exit_code(&summary, &args.fail_on, bad_lines.len()))
+}
+
+/// The batch's results as an HTML page, its wall time the batch's own.
+fn write_report(
+    session: &Session,
+    batch: &Path,
+    lines: Vec<serde_json::Value>,
+    wall: Duration,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let results = progscore_report::ResultLines::from_values(batch.display().to_string(), lines);
+    let mut report = progscore_report::gather(
+        &results,
+        None,
+        &session.store,
+        progscore_report::Limits::default(),
+    )?;
+    report.span_seconds = Some(wall.as_secs_f64());
+    super::report::write(&report, path)?;
+    Ok(())
 }
 
 /// The profile an item's expectation names (validated items have one).
@@ -288,7 +346,15 @@ pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
                 expectation: item.expectation.clone(),
             })
             .collect();
-        let results = session.replayer.rescore_batch(requests)?;
+        let results = match session.replayer.rescore_batch(requests) {
+            Ok(results) => results,
+            Err(ScoringError::Store(err)) if err.is_store_fault() => {
+                out.flush()?;
+                let line = chunk.first().map_or(0, |item| item.line);
+                return Ok(store_fault(&session, &err, &args.batch, line));
+            }
+            Err(err) => return Err(err.into()),
+        };
         for (item, result) in chunk.iter().zip(results) {
             match result {
                 Ok(rescore) => {
@@ -309,6 +375,10 @@ pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
                         ));
                     }
                     summary.add(&rescore.score);
+                }
+                Err(ScoringError::Store(err)) if err.is_store_fault() => {
+                    out.flush()?;
+                    return Ok(store_fault(&session, &err, &args.batch, item.line));
                 }
                 Err(err) => {
                     let field = match &err {
@@ -336,6 +406,29 @@ pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
     }
     summary.print(started.elapsed(), bad_lines.len());
     Ok(exit_code(&summary, &args.fail_on, bad_lines.len()))
+}
+
+/// A fault of the store itself, said once: which file, where the batch
+/// stopped, and how to check the file. Results already written stand.
+fn store_fault(session: &Session, err: &StoreError, batch: &Path, line: usize) -> u8 {
+    eprintln!(
+        "progscore: {}\n  stopped at {}:{line}: nothing from this line on was scored; the results written so far stand.",
+        store_fault_message(session, err),
+        batch.display()
+    );
+    EXIT_ERROR
+}
+
+/// The fault with the store's file named once, and how to check the file.
+fn store_fault_message(session: &Session, err: &StoreError) -> String {
+    let location = session.store.location();
+    let fault = match err {
+        StoreError::Sqlite { context, source } => {
+            format!("evidence store {location}: {context}: {source}")
+        }
+        other => other.to_string(),
+    };
+    format!("{fault}\n  Check the store with: sqlite3 {location} \"PRAGMA integrity_check\"")
 }
 
 fn exit_code(summary: &Summary, fail_on: &[FailOn], bad_lines: usize) -> u8 {
