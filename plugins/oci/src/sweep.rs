@@ -18,6 +18,12 @@ pub(crate) async fn sweep_dead_owners(options: &OciOptions, cgroups: &Cgroups) {
     cgroups.sweep_orphans(OWNER_KIND);
     for dead in Owner::dead_owners(&options.owner_root, OWNER_KIND) {
         let state_root = options.state_root.join(dead.name());
+        // A runtime that was still starting a container when its owner died
+        // keeps going as an orphan, and a `delete` races it (runsc answers
+        // "context deadline exceeded" while its sandbox boots). Its processes
+        // name the owner's state root, which carries the dead pid and a
+        // random suffix: stopping them touches nobody else's.
+        stop_processes_rooted_in(&state_root).await;
         let mut clean = true;
         let bundles = std::fs::read_dir(options.owner_root.join(dead.name()))
             .map(|entries| entries.flatten().map(|e| e.path()).collect::<Vec<_>>())
@@ -50,6 +56,71 @@ pub(crate) async fn sweep_dead_owners(options: &OciOptions, cgroups: &Cgroups) {
             }
         }
     }
+}
+
+/// Kills every process started with `--root` in `state_root` (runtimes and
+/// gVisor's sandboxes and gofers) and waits, up to a bound, until they are
+/// gone or zombies.
+async fn stop_processes_rooted_in(state_root: &Path) {
+    let rooted = processes_rooted_in(state_root);
+    if rooted.is_empty() {
+        return;
+    }
+    for &pid in &rooted {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+    let deadline = tokio::time::Instant::now() + STOP_GRACE;
+    while rooted.iter().any(|&pid| is_running(pid)) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tracing::warn!(
+        "stopped {} runtime process(es) left running under {}",
+        rooted.len(),
+        state_root.display()
+    );
+}
+
+/// How long killed runtime processes get to go away before the sweep
+/// deletes their containers anyway.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn processes_rooted_in(state_root: &Path) -> Vec<libc::pid_t> {
+    let Some(root) = state_root.to_str() else {
+        return Vec::new();
+    };
+    let names_root = |arg: &str| {
+        let path = arg.strip_prefix("--root=").unwrap_or(arg);
+        path == root
+            || path
+                .strip_prefix(root)
+                .is_some_and(|rest| rest.starts_with('/'))
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                cmdline
+                    .split(|&b| b == 0)
+                    .any(|arg| std::str::from_utf8(arg).is_ok_and(names_root))
+            })
+        })
+        .collect()
+}
+
+/// Alive and not a zombie (a zombie holds nothing but its pid).
+fn is_running(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
 }
 
 /// `delete --force` with the runtime named in a bundle's marker
@@ -92,5 +163,39 @@ async fn delete(
             "{name} delete did not finish within {:?}",
             options.runtime_timeout
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spawn_rooted(root_arg: &str) -> std::process::Child {
+        // `sh -c CMD NAME`: NAME is only $0, so it shows in the command line.
+        std::process::Command::new("sh")
+            .args(["-c", "sleep 30", root_arg])
+            .spawn()
+            .expect("spawn sh")
+    }
+
+    #[tokio::test]
+    async fn only_processes_under_the_dead_owners_state_root_are_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let state_root = dir.path().join("progscore-oci-1-00ff");
+        let mut under_root = spawn_rooted(&format!("--root={}/runsc", state_root.display()));
+        let mut neighbour = spawn_rooted(&format!("--root={}0/runsc", state_root.display()));
+
+        stop_processes_rooted_in(&state_root).await;
+
+        let status = under_root.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        assert_eq!(
+            neighbour.try_wait().unwrap(),
+            None,
+            "a neighbour was killed"
+        );
+        neighbour.kill().unwrap();
+        neighbour.wait().unwrap();
     }
 }
