@@ -110,6 +110,7 @@ fn replay_throughput(comparators: Arc<dyn OutputComparator>) {
                 program_sha256: sha.clone(),
                 events,
                 sandbox_warnings: Vec::new(),
+                compile: None,
             },
             created_at: now_rfc3339(),
         };

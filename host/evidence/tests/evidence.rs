@@ -25,6 +25,7 @@ fn observation(id: &str, stdout: &str) -> Observation {
             program_sha256,
             events: vec![exited_event(0, stdout.as_bytes(), b"")],
             sandbox_warnings: Vec::new(),
+            compile: None,
         },
         created_at: "2026-01-01T00:00:00.000Z".into(),
     }

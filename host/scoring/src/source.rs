@@ -374,5 +374,6 @@ fn fault_run(attempt: &Attempt, message: String) -> ProgramRun {
         program_sha256: attempt.program_sha256.clone(),
         events,
         sandbox_warnings: Vec::new(),
+        compile: None,
     }
 }

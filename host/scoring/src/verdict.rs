@@ -64,7 +64,7 @@ impl ReasonKind {
 /// What happened in one case, as reported in results.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaseReport {
-    /// `exited`, `timed_out`, `memory_limit`, `sandbox_error`, `not_run`.
+    /// `exited`, `timed_out`, `memory_limit`, `compile_error`, `sandbox_error`, `not_run`.
     pub outcome: String,
     /// The exit code, when the program exited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -247,6 +247,9 @@ fn evaluate_case(
         }
         Outcome::MemoryLimit => {
             return CaseResult::Failed(format!("case {index} exceeded its memory limit"), None);
+        }
+        Outcome::CompileError { reason } => {
+            return CaseResult::Failed(format!("the program did not compile ({reason})"), None);
         }
         Outcome::Exited { exit_code } if *exit_code != expected_code => {
             return CaseResult::Failed(

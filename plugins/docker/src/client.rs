@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use bollard::{API_DEFAULT_VERSION, Docker};
 use progscore_sandbox::{
-    Backend, BoxFuture, Invocation, InvocationEvent, Outcome, Owner, Preflight, ProgramRun,
-    RuntimeProfile, SandboxClient, SandboxError, sha256_hex,
+    Backend, BoxFuture, CompileEvent, Invocation, InvocationEvent, Outcome, Owner, Preflight,
+    ProgramRun, RuntimeProfile, SandboxClient, SandboxError, Stage, sha256_hex,
 };
 use tokio::sync::{Mutex, OnceCell, RwLock};
 use tokio_util::sync::CancellationToken;
@@ -21,8 +21,8 @@ use crate::invocation::{self, InvocationContext, Leftover, Next};
 use crate::options::{DockerOptions, OWNER_KIND};
 use crate::sweep::{list_owned, sweep_dead_owners};
 use progscore_container::Cgroups;
-use progscore_container::Workspace;
 use progscore_container::{Load, Slot};
+use progscore_container::{Workspace, compile_event};
 use progscore_container::{shut_down, spawn_guarded};
 
 /// How many times one invocation runs again after the engine dropped it.
@@ -375,6 +375,7 @@ impl Inner {
                     self.owner.dir().display()
                 ),
             })?;
+        let build_dir = workspace.build_dir_for(profile)?;
         let runtime = engine.facts.runtime_for(profile);
         let context = InvocationContext {
             docker: &engine.docker,
@@ -388,11 +389,40 @@ impl Inner {
             cgroups: engine.cgroups.as_ref(),
             load: &self.load,
             program_on_host: workspace.program_path(),
+            stage: Stage::Case,
+            build_on_host: build_dir.as_deref(),
             token,
         };
+        let lost = |lost: SandboxError, workspace: Workspace| {
+            // Nothing of this run is evidence: the engine is gone.
+            if let Err(warning) = workspace.remove() {
+                tracing::warn!("{warning}");
+            }
+            Err(lost)
+        };
+        let mut compile = None;
+        if let Some(build_dir) = &build_dir {
+            let compile_context = InvocationContext {
+                stage: Stage::Compile,
+                ..context
+            };
+            let ran = self
+                .run_invocation(&compile_context, 0, &Invocation::default(), &mut warnings)
+                .await;
+            match ran {
+                Ok((event, _)) => compile = Some(compile_event(event, build_dir)),
+                Err(error) => return lost(error, workspace),
+            }
+        }
+        // A build that failed decides every case the same way.
+        let failed_build = compile.as_ref().and_then(CompileEvent::case_event);
         let mut events = Vec::with_capacity(invocations.len());
         let mut stop_reason: Option<String> = None;
         for (index, invocation) in invocations.iter().enumerate() {
+            if let Some(event) = &failed_build {
+                events.push(event.clone());
+                continue;
+            }
             if stop_reason.is_none() && token.is_cancelled() {
                 stop_reason = Some("the call was cancelled".into());
             }
@@ -405,13 +435,7 @@ impl Inner {
                 .await;
             let (event, stop) = match ran {
                 Ok(ran) => ran,
-                Err(lost) => {
-                    // Nothing of this run is evidence: the engine is gone.
-                    if let Err(warning) = workspace.remove() {
-                        tracing::warn!("{warning}");
-                    }
-                    return Err(lost);
-                }
+                Err(error) => return lost(error, workspace),
             };
             events.push(event);
             stop_reason = stop;
@@ -424,6 +448,7 @@ impl Inner {
             program_sha256: sha256_hex(program),
             events,
             sandbox_warnings: warnings,
+            compile,
         })
     }
 

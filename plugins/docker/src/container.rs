@@ -6,10 +6,7 @@ use std::path::Path;
 use bollard::models::{
     ContainerCreateBody, HostConfig, HostConfigLogConfig, Mount, MountType, ResourcesUlimits,
 };
-use progscore_sandbox::RuntimeProfile;
-
-/// Where the program appears inside the container.
-pub(crate) const PROGRAM_PATH: &str = "/sandbox/program";
+use progscore_sandbox::{BUILD_PATH, RuntimeProfile, Stage};
 
 /// The gVisor runtime's name as it is usually registered.
 pub(crate) const GVISOR_RUNTIME: &str = "runsc";
@@ -39,6 +36,8 @@ pub(crate) struct Placement<'a> {
     pub runtime: &'a str,
     /// The program's file on the host, bind-mounted read-only.
     pub program_on_host: &'a Path,
+    /// The build folder on the host, for profiles that compile.
+    pub build_on_host: Option<&'a Path>,
     /// Labels, the owner's among them.
     pub labels: HashMap<String, String>,
     /// The invocation's own parent cgroup, when progscore measures it.
@@ -47,18 +46,17 @@ pub(crate) struct Placement<'a> {
 
 pub(crate) fn container_spec(
     profile: &RuntimeProfile,
+    stage: Stage,
     placement: Placement<'_>,
     args: &[String],
     with_stdin: bool,
 ) -> ContainerSpec {
-    let limits = &profile.limits;
+    let limits = profile.limits_of(stage);
     // The profile's command replaces the image's ENTRYPOINT and CMD entirely,
     // so what is recorded is what ran.
-    let entrypoint = vec![profile.command[0].clone()];
-    let mut cmd: Vec<String> = profile.command[1..].to_vec();
-    cmd.push(PROGRAM_PATH.to_string());
-    cmd.extend(args.iter().cloned());
-    let argv = entrypoint.iter().chain(cmd.iter()).cloned().collect();
+    let argv = profile.argv(stage, args);
+    let entrypoint = vec![argv[0].clone()];
+    let cmd: Vec<String> = argv[1..].to_vec();
 
     let gvisor = placement.runtime == GVISOR_RUNTIME;
     let memory = i64::try_from(limits.memory_bytes).unwrap_or(i64::MAX);
@@ -91,6 +89,23 @@ pub(crate) fn container_spec(
         format!("rw,nosuid,nodev,size={},mode=1777", limits.tmp_bytes),
     )]);
 
+    let mut mounts = vec![Mount {
+        target: Some(profile.program_path()),
+        source: Some(placement.program_on_host.display().to_string()),
+        typ: Some(MountType::BIND),
+        read_only: Some(true),
+        ..Default::default()
+    }];
+    if let (Some(writable), Some(build)) = (profile.build_writable(stage), placement.build_on_host)
+    {
+        mounts.push(Mount {
+            target: Some(BUILD_PATH.into()),
+            source: Some(build.display().to_string()),
+            typ: Some(MountType::BIND),
+            read_only: Some(!writable),
+            ..Default::default()
+        });
+    }
     let host_config = HostConfig {
         network_mode: Some("none".into()),
         log_config: Some(HostConfigLogConfig {
@@ -101,13 +116,7 @@ pub(crate) fn container_spec(
         security_opt: Some(vec!["no-new-privileges".into()]),
         readonly_rootfs: Some(true),
         tmpfs: Some(tmpfs),
-        mounts: Some(vec![Mount {
-            target: Some(PROGRAM_PATH.into()),
-            source: Some(placement.program_on_host.display().to_string()),
-            typ: Some(MountType::BIND),
-            read_only: Some(true),
-            ..Default::default()
-        }]),
+        mounts: Some(mounts),
         memory: Some(memory),
         // Swap equal to memory: no swap, so the cap is a real cap.
         memory_swap: Some(memory),

@@ -26,8 +26,8 @@ use bollard::query_parameters::{
 };
 use progscore_container::{Cgroups, InvocationCgroup, Load, cpu_limit_reached, output_was_active};
 use progscore_sandbox::{
-    CpuWindow, Invocation, InvocationEvent, Outcome, Provenance, ResourceUsage, RuntimeProfile,
-    StreamCapture, TimeLimit, TimeoutProof, fair_extension,
+    CpuWindow, Invocation, InvocationEvent, Limits, Outcome, Provenance, ResourceUsage,
+    RuntimeProfile, Stage, StreamCapture, TimeLimit, TimeoutProof, fair_extension,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -52,7 +52,17 @@ pub(crate) struct InvocationContext<'a> {
     pub cgroups: Option<&'a Cgroups>,
     pub load: &'a Load,
     pub program_on_host: &'a Path,
+    /// The compile (writable build folder) or a case (read-only).
+    pub stage: Stage,
+    pub build_on_host: Option<&'a Path>,
     pub token: &'a CancellationToken,
+}
+
+impl InvocationContext<'_> {
+    /// The limits of this context's stage.
+    fn limits(&self) -> &Limits {
+        self.profile.limits_of(self.stage)
+    }
 }
 
 /// The event, any sandbox warnings, and what the caller must do next.
@@ -131,10 +141,12 @@ pub(crate) async fn run(
     let artifact = profile.image().map(|i| i.to_string()).unwrap_or_default();
     let spec = container_spec(
         profile,
+        context.stage,
         Placement {
             image: &artifact,
             runtime: context.runtime,
             program_on_host: context.program_on_host,
+            build_on_host: context.build_on_host,
             labels: HashMap::from([
                 (OWNER_LABEL.to_string(), context.owner.to_string()),
                 ("progscore.profile".to_string(), profile.name.clone()),
@@ -144,8 +156,8 @@ pub(crate) async fn run(
         &invocation.args,
         stdin.is_some(),
     );
-    let mut stdout = StreamCapture::new(profile.limits.output_bytes);
-    let mut stderr = StreamCapture::new(profile.limits.output_bytes);
+    let mut stdout = StreamCapture::new(context.limits().output_bytes);
+    let mut stderr = StreamCapture::new(context.limits().output_bytes);
     let lifecycle = Lifecycle {
         context,
         name: &name,
@@ -225,7 +237,7 @@ pub(crate) async fn run(
         command: spec.argv,
         user: profile.user.clone(),
         container: Some(name),
-        limits: profile.limits.clone(),
+        limits: context.limits().clone(),
     };
     InvocationResult {
         event: InvocationEvent {
@@ -342,7 +354,7 @@ impl Lifecycle<'_, '_> {
         let cpu_at_start = measured.and_then(InvocationCgroup::cpu_usage);
         let waits_at_start = measured.and_then(|cgroup| cgroup.sample_waits(&created.id));
 
-        let limits = &self.context.profile.limits;
+        let limits = self.context.limits();
         let last_output = std::sync::Mutex::new(None::<Instant>);
         let io = feed_and_drain(attached, stdin, stdout, stderr, &last_output, self.name);
         tokio::pin!(io);
@@ -417,9 +429,7 @@ impl Lifecycle<'_, '_> {
                     self.kill().await;
                     let proof = match limit {
                         TimeLimit::Cpu => TimeoutProof::Proven,
-                        TimeLimit::Wall => {
-                            cpu_window.judge(self.context.profile.limits.cpus, alone)
-                        }
+                        TimeLimit::Wall => cpu_window.judge(limits.cpus, alone),
                     };
                     let unconfirmed = match proof {
                         TimeoutProof::Proven => None,

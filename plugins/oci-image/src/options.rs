@@ -153,7 +153,7 @@ impl MountPoints {
 
     /// A short name for this set, part of the cached image's directory name:
     /// the same image with other mount points is another tree.
-    pub(crate) fn key(&self) -> String {
+    pub fn key(&self) -> String {
         let mut text = String::new();
         for (path, is_file) in self.entries() {
             text.push(if is_file { 'f' } else { 'd' });

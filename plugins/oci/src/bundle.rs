@@ -11,13 +11,10 @@ use oci_spec::runtime::{
     MountBuilder, PosixRlimitBuilder, PosixRlimitType, ProcessBuilder, RootBuilder, Spec,
     SpecBuilder, UserBuilder,
 };
-use progscore_sandbox::RuntimeProfile;
+use progscore_sandbox::{BUILD_PATH, RuntimeProfile, Stage};
 
 use crate::runtime::RuntimeKind;
 use crate::seccomp;
-
-/// Where the program appears inside the container (as under Docker).
-pub(crate) const PROGRAM_PATH: &str = "/sandbox/program";
 
 /// Under gVisor a small cgroup pids limit kills the sandbox's own kernel, so
 /// the process limit is RLIMIT_NPROC (enforced inside the sandbox) and the
@@ -37,6 +34,8 @@ pub(crate) struct Placement<'a> {
     pub image_env: &'a [String],
     /// The program's file on the host, bind-mounted read-only.
     pub program_on_host: &'a Path,
+    /// The build folder on the host, for profiles that compile.
+    pub build_on_host: Option<&'a Path>,
     /// `linux.cgroupsPath`: the container's cgroup below its invocation's.
     pub cgroups_path: String,
     /// Which runtime reads the spec.
@@ -53,19 +52,14 @@ pub(crate) struct Bundle {
 
 pub(crate) fn spec(
     profile: &RuntimeProfile,
+    stage: Stage,
     placement: &Placement<'_>,
     args: &[String],
 ) -> Result<Bundle, OciSpecError> {
-    let limits = &profile.limits;
+    let limits = profile.limits_of(stage);
     // The profile's command replaces the image's ENTRYPOINT and CMD entirely.
-    let argv: Vec<String> = profile
-        .command
-        .iter()
-        .cloned()
-        .chain([PROGRAM_PATH.to_string()])
-        .chain(args.iter().cloned())
-        .collect();
-    let (uid, gid) = parse_user(profile.user.as_deref());
+    let argv = profile.argv(stage, args);
+    let (uid, gid) = profile.user_ids();
     let gvisor = placement.runtime == RuntimeKind::Runsc;
 
     let mut env: Vec<String> = placement.image_env.to_vec();
@@ -174,13 +168,17 @@ pub(crate) fn spec(
                 .build()?,
         )
         .hostname("sandbox")
-        .mounts(mounts(profile, placement)?)
+        .mounts(mounts(profile, stage, placement)?)
         .linux(linux)
         .build()?;
     Ok(Bundle { spec, argv })
 }
 
-fn mounts(profile: &RuntimeProfile, placement: &Placement<'_>) -> Result<Vec<Mount>, OciSpecError> {
+fn mounts(
+    profile: &RuntimeProfile,
+    stage: Stage,
+    placement: &Placement<'_>,
+) -> Result<Vec<Mount>, OciSpecError> {
     let mount = |destination: &str, typ: &str, source: &str, options: &[&str]| {
         MountBuilder::default()
             .destination(destination)
@@ -189,8 +187,8 @@ fn mounts(profile: &RuntimeProfile, placement: &Placement<'_>) -> Result<Vec<Mou
             .options(strings(options))
             .build()
     };
-    let tmp_size = format!("size={}", profile.limits.tmp_bytes);
-    Ok(vec![
+    let tmp_size = format!("size={}", profile.limits_of(stage).tmp_bytes);
+    let mut mounts = vec![
         mount("/proc", "proc", "proc", &["nosuid", "noexec", "nodev"])?,
         mount(
             "/dev",
@@ -236,12 +234,25 @@ fn mounts(profile: &RuntimeProfile, placement: &Placement<'_>) -> Result<Vec<Mou
             &["nosuid", "nodev", "mode=1777", &tmp_size],
         )?,
         MountBuilder::default()
-            .destination(PROGRAM_PATH)
+            .destination(profile.program_path())
             .typ("bind")
             .source(placement.program_on_host)
             .options(strings(&["rbind", "ro", "nosuid", "nodev", "rprivate"]))
             .build()?,
-    ])
+    ];
+    if let (Some(writable), Some(build)) = (profile.build_writable(stage), placement.build_on_host)
+    {
+        let access = if writable { "rw" } else { "ro" };
+        mounts.push(
+            MountBuilder::default()
+                .destination(BUILD_PATH)
+                .typ("bind")
+                .source(build)
+                .options(strings(&["rbind", access, "nosuid", "nodev", "rprivate"]))
+                .build()?,
+        );
+    }
+    Ok(mounts)
 }
 
 fn rlimit(
@@ -259,18 +270,10 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-/// `UID[:GID]` as the profile checked it (numeric, non-root); a lone UID
-/// runs with the same GID, as nobody's does.
-fn parse_user(user: Option<&str>) -> (u32, u32) {
-    let user = user.unwrap_or(progscore_sandbox::DEFAULT_DOCKER_USER);
-    let (uid, gid) = user.split_once(':').unwrap_or((user, user));
-    (uid.parse().unwrap_or(65534), gid.parse().unwrap_or(65534))
-}
-
 /// The home directory of `uid` in the image's `/etc/passwd`, as Docker
 /// sets `HOME`; `/` when the image does not list the user.
-pub(crate) fn home_of(rootfs: &Path, user: Option<&str>) -> String {
-    let (uid, _) = parse_user(user);
+pub(crate) fn home_of(rootfs: &Path, profile: &RuntimeProfile) -> String {
+    let (uid, _) = profile.user_ids();
     std::fs::read_to_string(rootfs.join("etc/passwd"))
         .ok()
         .and_then(|passwd| {
@@ -302,9 +305,11 @@ pub fn container_config(
         program_on_host,
         cgroups_path: cgroups_path.to_string(),
         runtime: RuntimeKind::of(profile.runtime.as_deref().unwrap_or("runc")),
-        home: home_of(rootfs, profile.user.as_deref()),
+        home: home_of(rootfs, profile),
+        build_on_host: None,
     };
-    let bundle = spec(profile, &placement, args)?;
+    // A case of a profile that compiles nothing: the bench's plain runs.
+    let bundle = spec(profile, Stage::Case, &placement, args)?;
     serde_json::to_string(&bundle.spec).map_err(|e| OciSpecError::Other(e.to_string()))
 }
 
@@ -327,11 +332,59 @@ mod tests {
             rootfs: Path::new("/cache/rootfs"),
             image_env: &["PATH=/usr/bin".to_string(), "HOME=/image-home".to_string()],
             program_on_host: Path::new("/private/workspace/program"),
+            build_on_host: None,
             cgroups_path: "/progscore/owner/invocation/ctr".into(),
             runtime,
             home: "/nonexistent".into(),
         };
-        spec(&profile(name), &placement, &["3".to_string()]).unwrap()
+        spec(&profile(name), Stage::Case, &placement, &["3".to_string()]).unwrap()
+    }
+
+    #[test]
+    fn a_compiling_profile_builds_writable_then_runs_read_only() {
+        let text = format!(
+            "backend = \"oci\"\nimage = \"127.0.0.1:5000/cc@sha256:{}\"\nsource = \"main.c\"\n\
+             compile = [\"gcc\", \"-o\", \"/build/main\", \"/sandbox/main.c\"]\n\
+             command = [\"/build/main\"]\n[compile_limits]\ntmp = \"64MiB\"\n",
+            "a".repeat(64)
+        );
+        let spec_text: progscore_sandbox::ProfileSpec = toml::from_str(&text).unwrap();
+        let profile = RuntimeProfile::from_spec("c", &spec_text, Path::new(".")).unwrap();
+        let placement = Placement {
+            rootfs: Path::new("/cache/rootfs"),
+            image_env: &[],
+            program_on_host: Path::new("/ws/program"),
+            build_on_host: Some(Path::new("/ws/build")),
+            cgroups_path: "/progscore/owner/invocation/ctr".into(),
+            runtime: RuntimeKind::Runc,
+            home: "/".into(),
+        };
+        let mount = |bundle: &Bundle, destination: &str| {
+            bundle
+                .spec
+                .mounts()
+                .as_ref()
+                .unwrap()
+                .iter()
+                .find(|m| m.destination() == Path::new(destination))
+                .cloned()
+                .unwrap_or_else(|| panic!("no mount at {destination}"))
+        };
+        let options = |mount: &Mount| mount.options().clone().unwrap_or_default();
+
+        let compile = spec(&profile, Stage::Compile, &placement, &[]).unwrap();
+        assert_eq!(
+            compile.argv,
+            ["gcc", "-o", "/build/main", "/sandbox/main.c"]
+        );
+        assert!(options(&mount(&compile, "/build")).contains(&"rw".to_string()));
+        assert!(options(&mount(&compile, "/sandbox/main.c")).contains(&"ro".to_string()));
+        assert!(options(&mount(&compile, "/tmp")).contains(&format!("size={}", 64 << 20)));
+
+        let case = spec(&profile, Stage::Case, &placement, &["3".to_string()]).unwrap();
+        assert_eq!(case.argv, ["/build/main", "3"]);
+        assert!(options(&mount(&case, "/build")).contains(&"ro".to_string()));
+        assert!(options(&mount(&case, "/tmp")).contains(&format!("size={}", 16 << 20)));
     }
 
     #[test]
@@ -394,7 +447,7 @@ mod tests {
         let mounts = spec.mounts().as_ref().unwrap();
         let program = mounts
             .iter()
-            .find(|m| m.destination() == Path::new(PROGRAM_PATH))
+            .find(|m| m.destination() == Path::new("/sandbox/program"))
             .unwrap();
         assert_eq!(
             program.source().as_deref(),

@@ -7,10 +7,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use progscore_container::{Cgroups, Load, Slot, Workspace, shut_down, spawn_guarded};
+use progscore_container::{
+    Cgroups, Load, Slot, Workspace, compile_event, shut_down, spawn_guarded,
+};
 use progscore_sandbox::{
-    Backend, BoxFuture, Invocation, InvocationEvent, Owner, Preflight, ProgramRun, RuntimeProfile,
-    SandboxClient, SandboxError, sha256_hex,
+    Backend, BoxFuture, CompileEvent, Invocation, InvocationEvent, Owner, Preflight, ProgramRun,
+    RuntimeProfile, SandboxClient, SandboxError, Stage, sha256_hex,
 };
 use tokio::sync::{Mutex, OnceCell, RwLock};
 use tokio_util::sync::CancellationToken;
@@ -310,6 +312,7 @@ impl Inner {
                     self.owner.dir().display()
                 ),
             })?;
+        let build_dir = workspace.build_dir_for(profile)?;
         let context = InvocationContext {
             runtime: &runtime,
             image: &image,
@@ -321,12 +324,33 @@ impl Inner {
             load: &self.load,
             cpus: self.cpus,
             program_on_host: workspace.program_path(),
+            stage: Stage::Case,
+            build_on_host: build_dir.as_deref(),
             token,
         };
         let mut warnings = Vec::new();
+        let compile = match &build_dir {
+            Some(build_dir) => {
+                let compile_context = InvocationContext {
+                    stage: Stage::Compile,
+                    ..context
+                };
+                let (event, _) = self
+                    .run_invocation(&compile_context, 0, &Invocation::default(), &mut warnings)
+                    .await;
+                Some(compile_event(event, build_dir))
+            }
+            None => None,
+        };
+        // A build that failed decides every case the same way.
+        let failed_build = compile.as_ref().and_then(CompileEvent::case_event);
         let mut events = Vec::with_capacity(invocations.len());
         let mut stop_reason: Option<String> = None;
         for (index, invocation) in invocations.iter().enumerate() {
+            if let Some(event) = &failed_build {
+                events.push(event.clone());
+                continue;
+            }
             if stop_reason.is_none() && token.is_cancelled() {
                 stop_reason = Some("the call was cancelled".into());
             }
@@ -354,6 +378,7 @@ impl Inner {
             program_sha256: sha256_hex(program),
             events,
             sandbox_warnings: warnings,
+            compile,
         })
     }
 

@@ -9,7 +9,7 @@ use progscore_oci_image::{CacheOptions, CachedImage, ImageCache, MountPoints};
 use progscore_sandbox::{RuntimeProfile, SandboxError};
 use tokio::sync::Mutex;
 
-use crate::bundle::{self, PROGRAM_PATH};
+use crate::bundle;
 use crate::invocation::ImageInUse;
 use crate::options::OciOptions;
 
@@ -52,11 +52,17 @@ impl Images {
             .image()
             .map(|image| image.to_string())
             .unwrap_or_default();
+        // The read-only root needs a mount point wherever the profile puts
+        // the program (its source name) and, when it compiles, the build.
+        let mut mount_points = MountPoints::new().file(profile.program_path());
+        if profile.compile.is_some() {
+            mount_points = mount_points.dir(progscore_sandbox::BUILD_PATH);
+        }
+        let key = format!("{reference} {}", mount_points.key());
         let mut prepared = self.prepared.lock().await;
-        if let Some(image) = prepared.get(&reference) {
+        if let Some(image) = prepared.get(&key) {
             return Ok(image.clone());
         }
-        let mount_points = MountPoints::new().file(PROGRAM_PATH);
         let image = self
             .cache
             .prepare(&reference, &mount_points)
@@ -66,13 +72,13 @@ impl Images {
             tracing::warn!("image {reference}: {note}");
         }
         let in_use = Arc::new(ImageInUse {
-            home: bundle::home_of(&image.rootfs, profile.user.as_deref()),
+            home: bundle::home_of(&image.rootfs, profile),
             env: image.facts.env.clone(),
             manifest_digest: image.manifest_digest.to_string(),
             config_digest: image.config_digest.to_string(),
             rootfs: image.rootfs.clone(),
         });
-        prepared.insert(reference, in_use.clone());
+        prepared.insert(key, in_use.clone());
         Ok(in_use)
     }
 }

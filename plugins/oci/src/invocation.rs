@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use progscore_container::{Cgroups, InvocationCgroup, Load, cpu_limit_reached, output_was_active};
 use progscore_sandbox::{
-    CpuWindow, Invocation, InvocationEvent, Outcome, Provenance, ResourceUsage, RuntimeProfile,
-    StreamCapture, TimeLimit, TimeoutProof, fair_extension,
+    CpuWindow, Invocation, InvocationEvent, Limits, Outcome, Provenance, ResourceUsage,
+    RuntimeProfile, Stage, StreamCapture, TimeLimit, TimeoutProof, fair_extension,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStderr, ChildStdout};
@@ -59,7 +59,17 @@ pub(crate) struct InvocationContext<'a> {
     pub load: &'a Load,
     pub cpus: usize,
     pub program_on_host: &'a Path,
+    /// The compile (writable build folder) or a case (read-only).
+    pub stage: Stage,
+    pub build_on_host: Option<&'a Path>,
     pub token: &'a CancellationToken,
+}
+
+impl InvocationContext<'_> {
+    /// The limits of this context's stage.
+    fn limits(&self) -> &Limits {
+        self.profile.limits_of(self.stage)
+    }
 }
 
 /// The event, any sandbox warnings, and what the caller must do next.
@@ -106,8 +116,8 @@ pub(crate) async fn run(
     let profile = context.profile;
     let cgroup = context.cgroups.invocation(context.owner, &name);
     let bundle_dir = context.owner_dir.join(&name);
-    let mut stdout = StreamCapture::new(profile.limits.output_bytes);
-    let mut stderr = StreamCapture::new(profile.limits.output_bytes);
+    let mut stdout = StreamCapture::new(context.limits().output_bytes);
+    let mut stderr = StreamCapture::new(context.limits().output_bytes);
     let prepared = prepare(context, &name, &cgroup, &bundle_dir, &invocation.args);
     let (observed, argv) = match prepared {
         Ok(argv) => {
@@ -163,7 +173,7 @@ pub(crate) async fn run(
         command: argv,
         user: profile.user.clone(),
         container: Some(name),
-        limits: profile.limits.clone(),
+        limits: context.limits().clone(),
     };
     InvocationResult {
         event: InvocationEvent {
@@ -199,16 +209,17 @@ fn prepare(
         ),
     )
     .map_err(|e| format!("cannot write bundle {}: {e}", bundle_dir.display()))?;
-    cgroup.create_with_memory_limit(context.profile.limits.memory_bytes)?;
+    cgroup.create_with_memory_limit(context.limits().memory_bytes)?;
     let placement = Placement {
         rootfs: &context.image.rootfs,
         image_env: &context.image.env,
         program_on_host: context.program_on_host,
+        build_on_host: context.build_on_host,
         cgroups_path: cgroup.runtime_path(LEAF),
         runtime: context.runtime.kind,
         home: context.image.home.clone(),
     };
-    let bundle = bundle::spec(context.profile, &placement, args)
+    let bundle = bundle::spec(context.profile, context.stage, &placement, args)
         .map_err(|e| format!("cannot build the container's spec for {name}: {e}"))?;
     bundle
         .spec
@@ -368,7 +379,7 @@ impl Lifecycle<'_, '_> {
             None
         };
 
-        let limits = &self.context.profile.limits;
+        let limits = self.context.limits();
         let cpu_limit =
             cpu_limit_reached(measured.then_some(cgroup), cpu_at_start, limits.cpu_time());
         tokio::pin!(cpu_limit);

@@ -162,6 +162,7 @@ impl SandboxClient for ScriptedClient {
                 program_sha256: sha256_hex(program),
                 events,
                 sandbox_warnings: Vec::new(),
+                compile: None,
             });
             guard.done = true;
             self.counters.completed.fetch_add(1, Ordering::SeqCst);

@@ -26,10 +26,11 @@ pub use client::{BoxFuture, Preflight, SandboxClient, SandboxError};
 pub use invocation::{Invocation, InvocationError, MAX_ARG_BYTES, MAX_ARGV_BYTES, MAX_STDIN_BYTES};
 pub use owner::{DeadOwner, Owner, OwnerError, default_owner_root, ensure_private_root};
 pub use profile::{
-    Artifact, Backend, DEFAULT_DOCKER_USER, ImageRef, Limits, LimitsSpec, PinnedFile, ProfileError,
-    ProfileSpec, RuntimeProfile, is_sha256_hex,
+    Artifact, BUILD_PATH, Backend, CompileStep, DEFAULT_DOCKER_USER, ImageRef, Limits, LimitsSpec,
+    PartialLimitsSpec, PinnedFile, ProfileError, ProfileSpec, RuntimeProfile, Stage, is_sha256_hex,
 };
 pub use run::{
-    CapturedStream, InvocationEvent, Outcome, ProgramRun, Provenance, ResourceUsage, TimeLimit,
+    CapturedStream, CompileEvent, InvocationEvent, Outcome, ProgramRun, Provenance, ResourceUsage,
+    TimeLimit,
 };
 pub use timing::{CpuWindow, TimeoutProof, fair_extension};

@@ -18,6 +18,91 @@ pub struct ProgramRun {
     /// be seen (a container that could not be removed, ...).
     #[serde(default)]
     pub sandbox_warnings: Vec<String>,
+    /// The compile, for profiles that build the program before its cases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile: Option<CompileEvent>,
+}
+
+/// What happened when the program was built: the compiler's outcome, its
+/// bounded output, durations and provenance, and what it produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompileEvent {
+    /// The compile, as a container run (its argv and limits in the provenance).
+    #[serde(flatten)]
+    pub event: InvocationEvent,
+    /// sha256 of the build folder's contents (paths, kinds, modes and bytes)
+    /// after a successful compile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_sha256: Option<String>,
+}
+
+/// How much of the compiler's first error line a case's reason quotes.
+const QUOTED_ERROR_CHARS: usize = 200;
+
+impl CompileEvent {
+    /// The compiler's first line that says `error` (else its first non-empty
+    /// line), from stderr then stdout, cut to a readable length.
+    fn first_error_line(&self) -> Option<String> {
+        let text = |stream: &CapturedStream| String::from_utf8_lossy(&stream.data.0).into_owned();
+        let output = format!("{}\n{}", text(&self.event.stderr), text(&self.event.stdout));
+        let lines = || output.lines().map(str::trim).filter(|l| !l.is_empty());
+        let line = lines()
+            .find(|l| l.to_ascii_lowercase().contains("error"))
+            .or_else(|| lines().next())?;
+        let mut quoted: String = line.chars().take(QUOTED_ERROR_CHARS).collect();
+        if quoted.len() < line.len() {
+            quoted.push('…');
+        }
+        Some(quoted)
+    }
+
+    /// Whether the build succeeded: the compiler exited 0.
+    pub fn succeeded(&self) -> bool {
+        matches!(self.event.outcome, Outcome::Exited { exit_code: 0 })
+    }
+
+    /// What the cases' events are when the build did not succeed: a proven
+    /// failure (`compile_error`) when the compiler failed, ran out of time or
+    /// memory; `not_run` (unproven) when the sandbox failed or the timeout is
+    /// not proven. `None` when it succeeded.
+    pub fn case_event(&self) -> Option<InvocationEvent> {
+        let reason = match &self.event.outcome {
+            Outcome::Exited { exit_code: 0 } => return None,
+            Outcome::Exited { exit_code } => match self.first_error_line() {
+                Some(line) => format!("the compiler exited with code {exit_code}: {line}"),
+                None => format!("the compiler exited with code {exit_code}"),
+            },
+            Outcome::TimedOut {
+                unconfirmed: Some(why),
+                ..
+            } => {
+                return Some(InvocationEvent::not_run(format!(
+                    "the compile timed out, but the timeout is not proven: {why}"
+                )));
+            }
+            Outcome::TimedOut {
+                limit: TimeLimit::Cpu,
+                ..
+            } => "the compile exceeded its CPU time limit".into(),
+            Outcome::TimedOut { .. } => "the compile timed out".into(),
+            Outcome::MemoryLimit => "the compile exceeded its memory limit".into(),
+            Outcome::CompileError { reason } => reason.clone(),
+            Outcome::SandboxError { message } => {
+                return Some(InvocationEvent::not_run(format!(
+                    "the compile hit a sandbox error: {message}"
+                )));
+            }
+            Outcome::NotRun { reason } => {
+                return Some(InvocationEvent::not_run(format!(
+                    "the compile was not run: {reason}"
+                )));
+            }
+        };
+        Some(InvocationEvent {
+            outcome: Outcome::CompileError { reason },
+            ..InvocationEvent::not_run("")
+        })
+    }
 }
 
 impl ProgramRun {
@@ -120,6 +205,12 @@ pub enum Outcome {
         /// Why.
         reason: String,
     },
+    /// Not run because the program did not build: the compiler failed, or
+    /// ran out of time or memory (the run's compile event has its output).
+    CompileError {
+        /// How the compile ended.
+        reason: String,
+    },
 }
 
 /// The time limit a [`Outcome::TimedOut`] program ran past.
@@ -154,7 +245,7 @@ impl Outcome {
         match self {
             Outcome::SandboxError { .. } | Outcome::NotRun { .. } => true,
             Outcome::TimedOut { unconfirmed, .. } => unconfirmed.is_some(),
-            Outcome::Exited { .. } | Outcome::MemoryLimit => false,
+            Outcome::Exited { .. } | Outcome::MemoryLimit | Outcome::CompileError { .. } => false,
         }
     }
 
@@ -166,6 +257,7 @@ impl Outcome {
             Outcome::MemoryLimit => "memory_limit",
             Outcome::SandboxError { .. } => "sandbox_error",
             Outcome::NotRun { .. } => "not_run",
+            Outcome::CompileError { .. } => "compile_error",
         }
     }
 }
@@ -197,7 +289,7 @@ impl CapturedStream {
 /// Exactly what ran, for the record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
-    /// `docker` or `wasi`.
+    /// `docker`, `oci` or `wasi`.
     pub backend: String,
     /// The OCI runtime (`runc`, `runsc`) or the WASM engine (`wasmtime 48.0.8`).
     pub runtime: String,

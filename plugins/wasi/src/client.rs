@@ -260,6 +260,7 @@ impl WasiClient {
             program_sha256: sha256_hex(program),
             events,
             sandbox_warnings: warnings,
+            compile: None,
         })
     }
 

@@ -228,6 +228,7 @@ pub(super) fn load_observation(
                         program_sha256: String::new(),
                         events: Vec::new(),
                         sandbox_warnings: Vec::new(),
+                        compile: None,
                     },
                     created_at: row.get(9)?,
                 },

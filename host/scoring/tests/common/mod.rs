@@ -31,6 +31,9 @@ pub fn profile(name: &str, output: &str) -> RuntimeProfile {
             output: output.into(),
             ..LimitsSpec::default()
         },
+        source: None,
+        compile: None,
+        compile_limits: None,
     };
     RuntimeProfile::from_spec(name, &spec, Path::new(".")).expect("a valid test profile")
 }

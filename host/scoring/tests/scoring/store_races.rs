@@ -26,6 +26,7 @@ async fn a_conflicting_observation_stored_meanwhile_stands_and_is_used() {
             program_sha256: attempt.program_sha256.clone(),
             events: vec![exited_event(0, b"8\n", b"")],
             sandbox_warnings: Vec::new(),
+            compile: None,
         },
         created_at: "2026-01-01T00:00:00.000Z".into(),
     };

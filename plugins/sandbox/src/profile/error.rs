@@ -36,10 +36,12 @@ pub enum ProfileError {
     #[error("profile `{profile}`: `command` must be a non-empty list of non-empty strings")]
     BadCommand { profile: String },
     /// A limit could not be understood or is out of range.
-    #[error("profile `{profile}`: limits.{field} = {value:?}: {reason}")]
+    #[error("profile `{profile}`: {section}.{field} = {value:?}: {reason}")]
     BadLimit {
         profile: String,
-        /// Field under `limits`.
+        /// `limits` or `compile_limits`.
+        section: &'static str,
+        /// Field under the section.
         field: &'static str,
         value: String,
         /// Why it was refused.
@@ -57,6 +59,20 @@ pub enum ProfileError {
         "profile `{profile}`: user {user:?} must be a numeric, non-root `UID` or `UID:GID` (e.g. \"65534:65534\")"
     )]
     BadUser { profile: String, user: String },
+    /// The program's file name is not a plain file name.
+    #[error(
+        "profile `{profile}`: source {source_name:?} must be a plain file name (e.g. \"main.cpp\"), without `/`"
+    )]
+    BadSource {
+        profile: String,
+        source_name: String,
+    },
+    /// The compile command is empty or has an empty word.
+    #[error("profile `{profile}`: `compile` must be a non-empty list of non-empty strings")]
+    BadCompile { profile: String },
+    /// `compile_limits` without `compile`.
+    #[error("profile `{profile}`: `compile_limits` is given but there is no `compile` command")]
+    CompileLimitsWithoutCompile { profile: String },
     /// The runtime name is not a plain word.
     #[error("profile `{profile}`: runtime {runtime:?} is not a valid runtime name")]
     BadRuntime { profile: String, runtime: String },

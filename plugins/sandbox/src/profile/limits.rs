@@ -43,9 +43,15 @@ impl Limits {
     }
 }
 
-pub(super) fn resolve_limits(profile: &str, spec: &LimitsSpec) -> Result<Limits, ProfileError> {
+/// Checks `spec`, written under `section` (`limits`, `compile_limits`).
+pub(super) fn resolve_limits(
+    profile: &str,
+    section: &'static str,
+    spec: &LimitsSpec,
+) -> Result<Limits, ProfileError> {
     let bad = |field: &'static str, value: String, reason: String| ProfileError::BadLimit {
         profile: profile.to_string(),
+        section,
         field,
         value,
         reason,

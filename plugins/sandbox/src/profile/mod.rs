@@ -6,6 +6,7 @@
 //! here, so nothing later can run an artifact that was not pinned.
 
 mod artifact;
+mod build;
 mod error;
 mod limits;
 mod spec;
@@ -18,9 +19,10 @@ use crate::canonical::{canonical_json, sha256_hex};
 use crate::invocation::{InvalidInvocation, Invocation};
 
 pub use artifact::{Artifact, ImageRef, PinnedFile, is_sha256_hex};
+pub use build::{BUILD_PATH, CompileStep, DEFAULT_SOURCE, SANDBOX_DIR, Stage};
 pub use error::ProfileError;
 pub use limits::Limits;
-pub use spec::{LimitsSpec, PinnedFileSpec, ProfileSpec};
+pub use spec::{LimitsSpec, PartialLimitsSpec, PinnedFileSpec, ProfileSpec};
 
 use artifact::resolve_pinned;
 use limits::resolve_limits;
@@ -69,6 +71,11 @@ pub struct RuntimeProfile {
     pub scratch: bool,
     /// Resource limits in force for every invocation.
     pub limits: Limits,
+    /// Docker and OCI: the program's file name (`/sandbox/<source>`);
+    /// `program` when `None`.
+    pub source: Option<String>,
+    /// Docker and OCI: how the program is built before its cases.
+    pub compile: Option<CompileStep>,
 }
 
 impl RuntimeProfile {
@@ -124,6 +131,11 @@ impl RuntimeProfile {
                     (spec.image.is_some(), "image"),
                     (spec.runtime.is_some(), "runtime"),
                     (spec.user.is_some(), "user"),
+                    // The WASI runtime is one interpreter module: nothing
+                    // to compile with, nowhere to keep a build.
+                    (spec.source.is_some(), "source"),
+                    (spec.compile.is_some(), "compile"),
+                    (spec.compile_limits.is_some(), "compile_limits"),
                 ] {
                     if present {
                         return Err(ProfileError::FieldNotForBackend {
@@ -173,6 +185,33 @@ impl RuntimeProfile {
             }
             Backend::Wasi => None,
         };
+        if let Some(source) = &spec.source
+            && !build::is_plain_file_name(source)
+        {
+            return Err(ProfileError::BadSource {
+                profile,
+                source_name: source.clone(),
+            });
+        }
+        let compile = match (&spec.compile, &spec.compile_limits) {
+            (None, Some(_)) => {
+                return Err(ProfileError::CompileLimitsWithoutCompile { profile });
+            }
+            (None, None) => None,
+            (Some(command), limits) => {
+                if command.is_empty() || command.iter().any(|word| word.is_empty()) {
+                    return Err(ProfileError::BadCompile { profile });
+                }
+                let limits = limits
+                    .clone()
+                    .unwrap_or_default()
+                    .over(LimitsSpec::compile_default());
+                Some(CompileStep {
+                    command: command.clone(),
+                    limits: resolve_limits(&profile, "compile_limits", &limits)?,
+                })
+            }
+        };
         Ok(RuntimeProfile {
             name: profile.clone(),
             backend: spec.backend,
@@ -186,7 +225,9 @@ impl RuntimeProfile {
             },
             user,
             scratch: spec.scratch,
-            limits: resolve_limits(&profile, &spec.limits)?,
+            limits: resolve_limits(&profile, "limits", &spec.limits)?,
+            source: spec.source.clone(),
+            compile,
         })
     }
 
@@ -211,7 +252,7 @@ impl RuntimeProfile {
                 "stdlib_sha256": stdlib.as_ref().map(|s| s.sha256.clone()),
             }),
         };
-        serde_json::json!({
+        let mut fingerprint = serde_json::json!({
             "backend": self.backend,
             "artifact": artifact,
             "command": self.command,
@@ -219,7 +260,16 @@ impl RuntimeProfile {
             "user": self.user,
             "scratch": self.scratch,
             "limits": self.limits,
-        })
+        });
+        // Present only when set, so profiles without them keep the
+        // fingerprints (and the stored evidence) they always had.
+        if let Some(source) = &self.source {
+            fingerprint["source"] = serde_json::json!(source);
+        }
+        if let Some(compile) = &self.compile {
+            fingerprint["compile"] = serde_json::json!(compile);
+        }
+        fingerprint
     }
 
     /// Whether `fingerprint` (as a backend resolved it, or as evidence
@@ -454,6 +504,83 @@ mod tests {
         assert!(!pinned.resolves_to(&resolved));
         resolved["limits"]["pids"] = serde_json::json!(1);
         assert!(!open.resolves_to(&resolved));
+    }
+
+    fn compiling(extra: &str) -> Result<RuntimeProfile, ProfileError> {
+        let spec: ProfileSpec = toml::from_str(&format!(
+            "backend = \"docker\"\nimage = \"{DIGEST}\"\ncommand = [\"/build/main\"]\n{extra}"
+        ))
+        .unwrap();
+        RuntimeProfile::from_spec("cpp", &spec, Path::new("."))
+    }
+
+    #[test]
+    fn a_compile_step_has_its_own_limits_over_compile_defaults() {
+        let profile = compiling(
+            "source = \"main.cpp\"\ncompile = [\"g++\", \"-o\", \"/build/main\", \"/sandbox/main.cpp\"]\n\
+             [compile_limits]\ntimeout = \"30s\"\n",
+        )
+        .unwrap();
+        let compile = profile.compile.as_ref().unwrap();
+        assert_eq!(compile.limits.timeout_ms, 30_000);
+        // Keys not written come from the compile defaults, not the program's.
+        assert_eq!(compile.limits.memory_bytes, 1 << 30);
+        assert_eq!(compile.limits.pids, 128);
+        assert_eq!(profile.limits.memory_bytes, 256 << 20);
+        assert_eq!(profile.program_path(), "/sandbox/main.cpp");
+        assert_eq!(
+            profile.argv(Stage::Compile, &["ignored".into()]),
+            ["g++", "-o", "/build/main", "/sandbox/main.cpp"]
+        );
+        assert_eq!(
+            profile.argv(Stage::Case, &["3".into()]),
+            ["/build/main", "3"]
+        );
+        assert_eq!(profile.build_writable(Stage::Compile), Some(true));
+        assert_eq!(profile.build_writable(Stage::Case), Some(false));
+        assert_eq!(profile.limits_of(Stage::Compile).timeout_ms, 30_000);
+    }
+
+    #[test]
+    fn the_fingerprint_covers_source_and_compile_and_is_unchanged_without_them() {
+        let plain = RuntimeProfile::from_spec("p", &docker_spec(DIGEST), Path::new(".")).unwrap();
+        assert!(plain.fingerprint_json().get("compile").is_none());
+        assert!(plain.fingerprint_json().get("source").is_none());
+        assert_eq!(
+            plain.argv(Stage::Case, &["3".into()]),
+            ["python3", "-I", "/sandbox/program", "3"]
+        );
+        let base = "source = \"main.c\"\ncompile = [\"gcc\", \"/sandbox/main.c\"]\n";
+        let a = compiling(base).unwrap();
+        let other_command = compiling(&base.replace("gcc", "cc")).unwrap();
+        let other_limits = compiling(&format!("{base}[compile_limits]\npids = 100\n")).unwrap();
+        let other_source =
+            compiling(&base.replace("source = \"main.c\"", "source = \"x.c\"")).unwrap();
+        for other in [&other_command, &other_limits, &other_source] {
+            assert_ne!(a.fingerprint(), other.fingerprint());
+        }
+    }
+
+    #[test]
+    fn bad_compile_settings_are_refused_naming_the_field() {
+        for (extra, field) in [
+            ("source = \"../x.c\"\n", "source"),
+            ("source = \"\"\n", "source"),
+            ("compile = []\n", "compile"),
+            ("[compile_limits]\ntimeout = \"1s\"\n", "compile_limits"),
+        ] {
+            let message = compiling(extra).unwrap_err().to_string();
+            assert!(message.contains(field), "{extra}: {message}");
+        }
+        let message = compiling("compile = [\"gcc\"]\n[compile_limits]\nmemory = \"lots\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("compile_limits.memory"), "{message}");
+        let err = toml::from_str::<ProfileSpec>(
+            "backend = \"docker\"\nimage = \"x\"\ncommand = [\"a\"]\n[compile_limits]\ntimeot = \"1s\"\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("timeot"), "{err}");
     }
 
     #[test]

@@ -39,6 +39,56 @@ pub struct ProfileSpec {
     /// Resource limits; every field has a default.
     #[serde(default)]
     pub limits: LimitsSpec,
+    /// Docker and OCI: the program's file name inside the sandbox
+    /// (`/sandbox/<source>`); `program` when absent.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Docker and OCI: how to build the program, run verbatim once per call
+    /// before its cases, with `/build` writable; the cases then run `command`
+    /// with `/build` read-only and without the program's path appended.
+    #[serde(default)]
+    pub compile: Option<Vec<String>>,
+    /// The compile's own limits (same keys as `limits`); defaults to
+    /// [`LimitsSpec::compile_default`].
+    #[serde(default)]
+    pub compile_limits: Option<PartialLimitsSpec>,
+}
+
+/// Limits of which only some keys are written; the rest come from a base
+/// ([`PartialLimitsSpec::over`]).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartialLimitsSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmp: Option<String>,
+}
+
+impl PartialLimitsSpec {
+    /// The written keys, the rest from `base`.
+    pub fn over(self, base: LimitsSpec) -> LimitsSpec {
+        LimitsSpec {
+            memory: self.memory.unwrap_or(base.memory),
+            cpus: self.cpus.unwrap_or(base.cpus),
+            pids: self.pids.unwrap_or(base.pids),
+            timeout: self.timeout.unwrap_or(base.timeout),
+            cpu_time: self.cpu_time.or(base.cpu_time),
+            output: self.output.unwrap_or(base.output),
+            tmp: self.tmp.unwrap_or(base.tmp),
+            fuel: base.fuel,
+        }
+    }
 }
 
 /// A file path with the sha256 it must have, as written in the config.
@@ -71,6 +121,23 @@ pub struct LimitsSpec {
     pub tmp: String,
     /// WASI: optional fuel (instructions, roughly) per invocation.
     pub fuel: Option<u64>,
+}
+
+impl LimitsSpec {
+    /// What a compile gets unless the profile says otherwise: compilers want
+    /// more memory, time, processes and scratch space than a small program.
+    pub fn compile_default() -> LimitsSpec {
+        LimitsSpec {
+            memory: "1GiB".into(),
+            cpus: 1.0,
+            pids: 128,
+            timeout: "60s".into(),
+            cpu_time: None,
+            output: "64KiB".into(),
+            tmp: "256MiB".into(),
+            fuel: None,
+        }
+    }
 }
 
 impl Default for LimitsSpec {
