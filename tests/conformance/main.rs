@@ -50,7 +50,19 @@ impl Kind {
     fn is_wasi(self) -> bool {
         matches!(self, Kind::Wasi | Kind::WasiInProcess)
     }
+
+    /// The kind's profile with a compile step (not for WASI).
+    fn compiled_profile(self) -> String {
+        format!("{}-compiled", self.profile())
+    }
 }
+
+/// The compile step of the `-compiled` profiles: the program is its own
+/// build script (run with `--build`), so a probe decides what its compile
+/// does: succeed, fail, loop, exhaust memory.
+const BUILD_COMMAND: [&str; 3] = ["python3", "/sandbox/main.py", "--build"];
+/// Their compile's time limit.
+const COMPILE_TIMEOUT_MS: u64 = 3000;
 
 const TIMEOUT: &str = "4s";
 const PIDS: u32 = 32;
@@ -75,7 +87,7 @@ fn profiles() -> Vec<RuntimeProfile> {
         Kind::OciGvisor,
     ]
     .into_iter()
-    .map(|kind| {
+    .flat_map(|kind| {
         let mut spec = config
             .profiles
             .get(kind.profile())
@@ -93,7 +105,24 @@ fn profiles() -> Vec<RuntimeProfile> {
         } else {
             spec.limits.tmp = format!("{TMP}B");
         }
-        RuntimeProfile::from_spec(kind.profile(), &spec, Path::new(".")).expect("profile")
+        let plain =
+            RuntimeProfile::from_spec(kind.profile(), &spec, Path::new(".")).expect("profile");
+        if kind.is_wasi() {
+            return vec![plain];
+        }
+        spec.source = Some("main.py".into());
+        spec.compile = Some(BUILD_COMMAND.map(String::from).to_vec());
+        spec.compile_limits = Some(progscore_sandbox::PartialLimitsSpec {
+            timeout: Some(format!("{COMPILE_TIMEOUT_MS}ms")),
+            memory: Some("192MiB".into()),
+            pids: Some(PIDS),
+            tmp: Some(format!("{TMP}B")),
+            ..Default::default()
+        });
+        spec.command = vec!["python3".into(), "/build/main.py".into()];
+        let compiled = RuntimeProfile::from_spec(&kind.compiled_profile(), &spec, Path::new("."))
+            .expect("compiled profile");
+        vec![plain, compiled]
     })
     .collect()
 }
@@ -188,7 +217,146 @@ battery!(
     the_scratch_folder_is_size_limited,
     exit_137_and_a_self_kill_stay_exits,
     dangerous_system_calls_fail,
+    a_compiled_program_runs_from_a_read_only_build,
+    a_program_that_does_not_compile_is_a_compile_error,
+    a_compile_past_its_limits_is_a_compile_error,
 );
+
+/// A program that is its own build script: with `--build` it runs `build`,
+/// then copies itself into `/build`; otherwise it runs `body`.
+fn self_building(build: &str, body: &str) -> String {
+    format!(
+        "import sys\nif sys.argv[1:] == ['--build']:\n{build}    open('/build/main.py', 'w').write(open('/sandbox/main.py').read())\n    print('built')\n    sys.exit(0)\n{body}"
+    )
+}
+
+async fn run_compiled(kind: Kind, program: &str, invocations: &[Invocation]) -> Option<ProgramRun> {
+    if kind.is_wasi() {
+        not_supported(
+            kind,
+            "a compile step",
+            "a profile with `compile` is refused when the config loads",
+        );
+        let spec: ProfileSpec = toml::from_str(
+            "backend = \"wasi\"\ncommand = [\"python\"]\ncompile = [\"cc\"]\n\
+             [module]\npath = \"m.wasm\"\nsha256 = \"0000000000000000000000000000000000000000000000000000000000000000\"\n",
+        )
+        .unwrap();
+        let err = RuntimeProfile::from_spec("w", &spec, Path::new(".")).unwrap_err();
+        assert!(err.to_string().contains("`compile`"), "{err}");
+        return None;
+    }
+    let run = client(kind)
+        .await
+        .execute(program.as_bytes(), &kind.compiled_profile(), invocations)
+        .await
+        .unwrap_or_else(|e| panic!("{kind:?}: refused: {e}"));
+    Some(run)
+}
+
+async fn a_compiled_program_runs_from_a_read_only_build(kind: Kind) {
+    let program = self_building(
+        "",
+        "print(int(sys.argv[1]) ** 2)\nfor path in ('/build/main.py', '/build/new', '/sandbox/main.py'):\n    try:\n        open(path, 'a').write('x')\n        print(path, 'writable')\n    except OSError:\n        print(path, 'refused')\n",
+    );
+    let invocations = [Invocation::with_args(["3"]), Invocation::with_args(["4"])];
+    let Some(run) = run_compiled(kind, &program, &invocations).await else {
+        return;
+    };
+    let compile = run.compile.as_ref().expect("a compile event");
+    assert!(compile.succeeded(), "{kind:?}: {compile:?}");
+    assert_eq!(compile.event.stdout.data.to_string_lossy(), "built\n");
+    let provenance = compile.event.provenance.as_ref().unwrap();
+    assert_eq!(provenance.command, BUILD_COMMAND);
+    assert_eq!(provenance.limits.timeout_ms, COMPILE_TIMEOUT_MS);
+    // The build is the program's bytes: its hash is the same every time.
+    let artifact = compile.artifact_sha256.clone().expect("the build's hash");
+    let again = run_compiled(kind, &program, &invocations[..1])
+        .await
+        .unwrap();
+    assert_eq!(again.compile.unwrap().artifact_sha256, Some(artifact));
+    for (event, square) in run.events.iter().zip(["9", "16"]) {
+        assert_eq!(event.outcome, Outcome::Exited { exit_code: 0 }, "{event:?}");
+        assert_eq!(
+            event.stdout.data.to_string_lossy(),
+            format!(
+                "{square}\n/build/main.py refused\n/build/new refused\n/sandbox/main.py refused\n"
+            )
+        );
+        let command = &event.provenance.as_ref().unwrap().command;
+        assert_eq!(command[..2], ["python3", "/build/main.py"]);
+    }
+}
+
+async fn a_program_that_does_not_compile_is_a_compile_error(kind: Kind) {
+    let program = self_building(
+        "    print('checking', file=sys.stderr)\n    raise SystemExit('error: no main() here')\n",
+        "print(9)\n",
+    );
+    let Some(run) = run_compiled(
+        kind,
+        &program,
+        &[Invocation::default(), Invocation::default()],
+    )
+    .await
+    else {
+        return;
+    };
+    let compile = run.compile.as_ref().unwrap();
+    assert_eq!(
+        compile.event.outcome,
+        Outcome::Exited { exit_code: 1 },
+        "{compile:?}"
+    );
+    assert_eq!(
+        compile.event.stderr.data.to_string_lossy(),
+        "checking\nerror: no main() here\n"
+    );
+    assert_eq!(compile.artifact_sha256, None);
+    for event in &run.events {
+        let Outcome::CompileError { reason } = &event.outcome else {
+            panic!("{kind:?}: {event:?}");
+        };
+        assert_eq!(
+            reason,
+            "the compiler exited with code 1: error: no main() here"
+        );
+    }
+    // A proven failure of the program, reusable as evidence.
+    assert!(!run.rests_on_unproven_conditions());
+}
+
+async fn a_compile_past_its_limits_is_a_compile_error(kind: Kind) {
+    let looping = self_building("    while True:\n        pass\n", "print(9)\n");
+    let Some(run) = run_compiled(kind, &looping, &[Invocation::default()]).await else {
+        return;
+    };
+    let compile = run.compile.as_ref().unwrap();
+    assert_eq!(compile.event.outcome, Outcome::timed_out(), "{compile:?}");
+    assert_eq!(
+        run.events[0].outcome,
+        Outcome::CompileError {
+            reason: "the compile timed out".into()
+        }
+    );
+    let hog = self_building(
+        "    blocks = []\n    while True:\n        blocks.append(bytearray(8 * 1024 * 1024))\n",
+        "print(9)\n",
+    );
+    let run = run_compiled(kind, &hog, &[Invocation::default()])
+        .await
+        .unwrap();
+    assert_eq!(
+        run.compile.as_ref().unwrap().event.outcome,
+        Outcome::MemoryLimit
+    );
+    assert_eq!(
+        run.events[0].outcome,
+        Outcome::CompileError {
+            reason: "the compile exceeded its memory limit".into()
+        }
+    );
+}
 
 async fn exit_codes_and_uncaught_exceptions(kind: Kind) {
     let square = run(
