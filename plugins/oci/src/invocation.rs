@@ -363,15 +363,15 @@ impl Lifecycle<'_, '_> {
         let load_at_start = self.context.load.now();
         let cgroup = self.cgroup;
         // The runtime removes the container's own cgroup once the program
-        // ends, so one that ended before its pid file was seen is measured
-        // from the parent alone: made empty for this invocation, it counts
-        // nothing else (only the runtime's few milliseconds before exec).
+        // ends, so one that already ended (before its pid file was seen, or
+        // between that and this line) is measured from the parent alone:
+        // made empty for this invocation, it counts nothing else (only the
+        // runtime's few milliseconds before exec).
         let running_in_leaf = cgroup.holds(LEAF);
-        let measured = running_in_leaf || early_exit.is_some();
         let cpu_at_start = if running_in_leaf {
             cgroup.cpu_usage()
         } else {
-            measured.then_some(Duration::ZERO)
+            Some(Duration::ZERO)
         };
         let waits_at_start = if running_in_leaf {
             cgroup.sample_waits(LEAF)
@@ -380,15 +380,13 @@ impl Lifecycle<'_, '_> {
         };
 
         let limits = self.context.limits();
-        let cpu_limit =
-            cpu_limit_reached(measured.then_some(cgroup), cpu_at_start, limits.cpu_time());
+        let cpu_limit = cpu_limit_reached(Some(cgroup), cpu_at_start, limits.cpu_time());
         tokio::pin!(cpu_limit);
         let deadline = tokio::time::sleep_until(started + limits.timeout());
         tokio::pin!(deadline);
         let cpu_wait = || {
-            measured
-                .then(|| cgroup.sample_waits(LEAF))
-                .flatten()
+            cgroup
+                .sample_waits(LEAF)
                 .map(|now| now.excess_since(&waits_at_start.clone().unwrap_or_default()))
         };
         let end = match early_exit {
@@ -503,7 +501,7 @@ impl Lifecycle<'_, '_> {
                 }
             }
         };
-        let usage = measured.then(|| ResourceUsage {
+        let usage = Some(ResourceUsage {
             cpu_ms: cgroup
                 .cpu_usage()
                 .zip(cpu_at_start)
