@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
 # Brings up everything progscore needs on a fresh Debian machine, idempotently:
 # Debian packages, the wasm32-wasip2 target, a Docker engine with gVisor (runsc)
-# registered, the python sandbox image (debootstrap -> docker import), a local
-# registry on 127.0.0.1:5000 holding that image (so it has a real repo digest),
-# the test fixture images, the CPython WASI runtime, and a generated
-# progscore.toml whose profiles pin the digest.
+# registered, the python sandbox image and the compiled-language images
+# (debootstrap -> docker import), a local registry on 127.0.0.1:5000 holding
+# them (so each has a real repo digest), the test fixture images, the CPython
+# WASI runtime, and a generated progscore.toml whose profiles pin the digests.
 #
-# A second run only checks and returns quickly.
+#   setup.sh [--languages LIST]
+# LIST: comma separated from c, cpp, rust, go, java, javascript, or `all`
+# (default: c,cpp; env PROGSCORE_LANGUAGES works too). The python image is
+# always built. c and cpp share one image (cc-sandbox).
+#
+# A second run only checks and returns quickly (root filesystems are cached as
+# tarballs in $CACHE_DIR; delete one to rebuild that image).
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE_DIR="${PROGSCORE_CACHE_DIR:-/var/cache/progscore}"
 REGISTRY_ADDR="127.0.0.1:5000"
-IMAGE_NAME="python-sandbox"
 IMAGE_TAG="bookworm"
-LOCAL_IMAGE="progscore/${IMAGE_NAME}:${IMAGE_TAG}"
-REGISTRY_IMAGE="${REGISTRY_ADDR}/${IMAGE_NAME}:${IMAGE_TAG}"
+PYTHON_IMAGE="python-sandbox"
+LOCAL_IMAGE="progscore/${PYTHON_IMAGE}:${IMAGE_TAG}"
+ALL_LANGUAGES="c cpp rust go java javascript"
+LANGUAGES="${PROGSCORE_LANGUAGES:-c,cpp}"
 CONFIG_OUT="${PROGSCORE_CONFIG_OUT:-$REPO_ROOT/progscore.toml}"
 DOCKERD_LOG="/var/log/progscore-dockerd.log"
 REGISTRY_LOG="/var/log/progscore-registry.log"
@@ -124,50 +131,135 @@ EOF
     exit 1
 }
 
+# The sandbox image of each language, and the Debian packages in it.
+language_image() {
+    case "$1" in
+        c|cpp) echo cc-sandbox ;;
+        rust) echo rust-sandbox ;;
+        go) echo go-sandbox ;;
+        java) echo java-sandbox ;;
+        javascript) echo node-sandbox ;;
+        *) return 1 ;;
+    esac
+}
+
+image_packages() {
+    case "$1" in
+        python-sandbox) echo python3-minimal ;;
+        cc-sandbox) echo gcc,g++,libc6-dev ;;
+        rust-sandbox) echo rustc,libc6-dev ;;   # debootstrap does not resolve rustc's virtual libc-dev
+        go-sandbox) echo golang-go ;;
+        java-sandbox) echo default-jdk-headless ;;
+        node-sandbox) echo nodejs ;;
+        *) return 1 ;;
+    esac
+}
+
+# --languages LIST (or PROGSCORE_LANGUAGES) -> LANGUAGES, space separated, checked.
+parse_args() {
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --languages) [ $# -ge 2 ] || { log "--languages needs a LIST"; exit 2; }; LANGUAGES="$2"; shift 2 ;;
+            --languages=*) LANGUAGES="${1#--languages=}"; shift ;;
+            -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+            *) log "unknown argument: $1 (usage: setup.sh [--languages LIST])"; exit 2 ;;
+        esac
+    done
+    local wanted=() lang
+    for lang in ${LANGUAGES//,/ }; do
+        if [ "$lang" = all ]; then
+            wanted+=($ALL_LANGUAGES)
+        elif language_image "$lang" >/dev/null; then
+            wanted+=("$lang")
+        else
+            log "unknown language: $lang (choose from: ${ALL_LANGUAGES// /, }, all)"
+            exit 2
+        fi
+    done
+    # In the canonical order, each once.
+    LANGUAGES=""
+    for lang in $ALL_LANGUAGES; do
+        case " ${wanted[*]:-} " in *" $lang "*) LANGUAGES+="${LANGUAGES:+ }$lang" ;; esac
+    done
+}
+
+# The root filesystem of image NAME (debootstrap minbase + its packages), as a
+# tarball cached in $CACHE_DIR; prints its path.
 build_rootfs_tarball() {
-    local tarball="$CACHE_DIR/${IMAGE_NAME}-${IMAGE_TAG}.tar"
+    local name="$1" packages="$2"
+    local tarball="$CACHE_DIR/${name}-${IMAGE_TAG}.tar"
     if [ -s "$tarball" ]; then
         echo "$tarball"
         return
     fi
-    local rootfs="$CACHE_DIR/rootfs-${IMAGE_TAG}"
+    local rootfs="$CACHE_DIR/rootfs-${name}-${IMAGE_TAG}"
+    local debootstrap_log="$CACHE_DIR/debootstrap-${name}.log"
     rm -rf "$rootfs"
-    log "debootstrap bookworm (minbase + python3-minimal) into $rootfs"
-    debootstrap --variant=minbase --include=python3-minimal bookworm "$rootfs" >"$CACHE_DIR/debootstrap.log" 2>&1 || {
-        log "debootstrap failed; see $CACHE_DIR/debootstrap.log"
-        tail -20 "$CACHE_DIR/debootstrap.log" >&2
+    log "debootstrap bookworm (minbase + $packages) into $rootfs"
+    debootstrap --variant=minbase --include="$packages" bookworm "$rootfs" >"$debootstrap_log" 2>&1 || {
+        log "debootstrap failed; see $debootstrap_log"
+        tail -20 "$debootstrap_log" >&2
         exit 1
     }
-    # Keep the image small: package caches and docs are not needed to run python.
-    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/usr/share/doc "$rootfs"/usr/share/man
+    # Keep the image small: package caches, lists and docs are not needed to run programs.
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/cache/apt/*.bin \
+        "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/doc "$rootfs"/usr/share/man \
+        "$rootfs"/usr/share/info
     tar -C "$rootfs" -cf "$tarball.partial" .
     mv "$tarball.partial" "$tarball"
     rm -rf "$rootfs"
     echo "$tarball"
 }
 
-ensure_image() {
-    if ! /usr/bin/docker image inspect "$LOCAL_IMAGE" >/dev/null 2>&1; then
-        local tarball
-        tarball="$(build_rootfs_tarball)"
-        log "docker import $LOCAL_IMAGE"
+# Image NAME: built from its cached tarball, imported as progscore/NAME:bookworm,
+# pushed to the local registry (so it has a repo digest). Any extra arguments
+# are `docker import -c` changes (e.g. a CMD). Logs how long it took.
+ensure_sandbox_image() {
+    local name="$1"; shift
+    local local_image="progscore/${name}:${IMAGE_TAG}"
+    local registry_image="${REGISTRY_ADDR}/${name}:${IMAGE_TAG}"
+    local started=$SECONDS did=""
+    if ! /usr/bin/docker image inspect "$local_image" >/dev/null 2>&1; then
+        local packages tarball change changes=()
+        packages="$(image_packages "$name")"
+        tarball="$(build_rootfs_tarball "$name" "$packages")"
+        for change in "$@"; do changes+=(-c "$change"); done
+        log "docker import $local_image"
         /usr/bin/docker import \
             -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
             -c 'ENV LANG=C.UTF-8' \
-            -c 'CMD ["python3"]' \
-            "$tarball" "$LOCAL_IMAGE" >/dev/null
+            ${changes[@]+"${changes[@]}"} \
+            "$tarball" "$local_image" >/dev/null
+        did=1
     fi
-    if [ -z "$(registry_digest)" ]; then
-        log "pushing to $REGISTRY_IMAGE"
-        /usr/bin/docker tag "$LOCAL_IMAGE" "$REGISTRY_IMAGE"
-        /usr/bin/docker push "$REGISTRY_IMAGE" >/dev/null
+    if [ -z "$(registry_digest "$name")" ]; then
+        log "pushing to $registry_image"
+        /usr/bin/docker tag "$local_image" "$registry_image"
+        /usr/bin/docker push "$registry_image" >/dev/null
+        did=1
+    fi
+    if [ -n "$did" ]; then
+        log "image $name ready in $((SECONDS - started))s ($(/usr/bin/docker image inspect --format '{{.Size}}' "$local_image") bytes)"
     fi
 }
 
-# The repo digest the engine knows for the registry copy (empty when not pushed).
+# The repo digest the engine knows for the registry copy of image NAME (empty when not pushed).
 registry_digest() {
-    /usr/bin/docker image inspect "$REGISTRY_IMAGE" --format '{{range .RepoDigests}}{{println .}}{{end}}' 2>/dev/null \
-        | grep "^${REGISTRY_ADDR}/${IMAGE_NAME}@sha256:" | head -1 || true
+    local name="$1"
+    /usr/bin/docker image inspect "${REGISTRY_ADDR}/${name}:${IMAGE_TAG}" --format '{{range .RepoDigests}}{{println .}}{{end}}' 2>/dev/null \
+        | grep "^${REGISTRY_ADDR}/${name}@sha256:" | head -1 || true
+}
+
+ensure_images() {
+    ensure_sandbox_image "$PYTHON_IMAGE" 'CMD ["python3"]'
+    local lang done_images=" "
+    for lang in $LANGUAGES; do
+        local name
+        name="$(language_image "$lang")"
+        case "$done_images" in *" $name "*) continue ;; esac
+        ensure_sandbox_image "$name"
+        done_images+="$name "
+    done
 }
 
 # Images the tests need: one whose own ENTRYPOINT is python3 (the profile's
@@ -198,12 +290,158 @@ ensure_fixture_images() {
     done
 }
 
+# The docker profile of language LANG, its image pinned by DIGEST. The limits
+# were checked with scripts/docker-compile-run-loop.sh's hardening (read-only
+# root, no network, nobody, no capabilities, tmpfs /tmp) on hello world and
+# on examples/languages/.
+language_profile() {
+    local lang="$1" digest="$2"
+    case "$lang" in
+        c) cat <<EOF
+[profiles.c]
+backend = "docker"
+image = "${digest}"
+source = "main.c"
+compile = ["gcc", "-O2", "-std=c17", "-o", "/build/main", "/sandbox/main.c", "-lm"]
+command = ["/build/main"]
+[profiles.c.compile_limits]
+memory = "512MiB"              # cc1 on hello world peaks ~10MiB; headroom for big sources
+cpus = 1.0
+pids = 32                      # gcc -> cc1, as, collect2, ld: a few processes at a time
+timeout = "30s"
+output = "64KiB"               # diagnostics
+tmp = "64MiB"                  # gcc's temporary .s/.o files go to /tmp
+[profiles.c.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
+        cpp) cat <<EOF
+[profiles.cpp]
+backend = "docker"
+image = "${digest}"
+source = "main.cpp"
+compile = ["g++", "-O2", "-std=c++17", "-o", "/build/main", "/sandbox/main.cpp"]
+command = ["/build/main"]
+[profiles.cpp.compile_limits]
+memory = "512MiB"              # cc1plus at -O2 with <bits/stdc++.h> peaks ~180MiB (128MiB fails)
+cpus = 1.0
+pids = 32                      # g++ -> cc1plus, as, collect2, ld
+timeout = "30s"                # hello world takes ~1s, <bits/stdc++.h> ~2s; template-heavy code much more
+output = "64KiB"               # template errors are long: enough to show the first ones
+tmp = "64MiB"                  # g++'s temporary .s/.o files go to /tmp
+[profiles.cpp.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
+        rust) cat <<EOF
+[profiles.rust]
+backend = "docker"
+image = "${digest}"
+source = "main.rs"
+compile = ["rustc", "--edition", "2021", "-O", "-C", "codegen-units=1", "-o", "/build/main", "/sandbox/main.rs"]
+command = ["/build/main"]
+[profiles.rust.compile_limits]
+memory = "512MiB"              # rustc 1.63 + LLVM at -O: hello world peaks ~80MiB; headroom for bigger crates
+cpus = 1.0
+pids = 32                      # rustc's threads plus cc and ld as the linker (~10 at peak)
+timeout = "60s"                # hello world takes ~1.5s; LLVM at -O is slow on big functions
+output = "64KiB"
+tmp = "64MiB"                  # rustc needs a writable TMPDIR (rustcXXXX link dirs); hello world uses <1MiB
+[profiles.rust.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
+        go) cat <<EOF
+[profiles.go]
+backend = "docker"
+image = "${digest}"
+source = "main.go"
+# The go tool needs a writable build cache and HOME (read-only root): both in
+# /tmp. GOMAXPROCS=1: Go 1.19 sizes its thread pools by the host's CPUs, not the
+# cgroup's, so on a big host it would run into the pids limit. CGO_ENABLED=0:
+# no C toolchain in the image; static binaries.
+compile = ["env", "GOMAXPROCS=1", "GOCACHE=/tmp/go-cache", "HOME=/tmp", "CGO_ENABLED=0", "go", "build", "-o", "/build/main", "/sandbox/main.go"]
+command = ["env", "GOMAXPROCS=1", "/build/main"]
+[profiles.go.compile_limits]
+memory = "512MiB"              # hello world peaks ~40MiB: bookworm's Go ships std precompiled
+cpus = 1.0
+pids = 64                      # the go tool, compile and link, each with a few threads
+timeout = "60s"                # hello world takes ~1.5s
+output = "64KiB"
+tmp = "64MiB"                  # GOCACHE + go build's work dir: <1MiB for hello world, more with CGO_ENABLED=0 rebuilds of net etc.
+[profiles.go.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = 64                      # the Go runtime starts a handful of threads (GOMAXPROCS=1)
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
+        java) cat <<EOF
+[profiles.java]
+backend = "docker"
+image = "${digest}"
+source = "Main.java"           # javac wants the public class Main in Main.java; runs as: java -cp /build Main
+# Both JVMs: serial GC (no parallel GC threads), C1 only (TieredStopAtLevel=1:
+# faster start for short runs, fewer compiler threads), no hsperfdata file in
+# /tmp (-UsePerfData), one CPU as the quota says. -Xss8m: deep recursion as
+# on judges. -Xmx below the cgroup limit: too much allocation is a clean
+# OutOfMemoryError, not an OOM kill.
+compile = ["javac", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-J-Xmx256m", "-J-Xss8m", "-J-XX:-UsePerfData", "-d", "/build", "/sandbox/Main.java"]
+command = ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx128m", "-Xss8m", "-XX:-UsePerfData", "-XX:ActiveProcessorCount=1", "-cp", "/build", "Main"]
+[profiles.java.compile_limits]
+memory = "512MiB"              # javac on hello world peaks ~40MiB (works in 128MiB); 256MiB heap + JVM overhead for big sources
+cpus = 1.0
+pids = 32                      # javac's JVM runs ~15 threads (works with 16)
+timeout = "60s"                # hello world compiles in ~1.2s
+output = "64KiB"
+tmp = "64MiB"                  # nothing measurable goes to /tmp (hsperfdata is off)
+[profiles.java.limits]
+memory = "256MiB"              # hello world peaks ~16MiB (works in 64MiB); 128MiB heap + metaspace, code cache, stacks
+cpus = 1.0
+pids = 64                      # the JVM starts ~10 threads (8 is too few: "unable to create native thread"); room for the program's own
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
+        javascript) cat <<EOF
+[profiles.javascript]
+backend = "docker"
+image = "${digest}"
+source = "main.js"
+# Nothing to compile: /sandbox/main.js is appended to the command, as for python.
+# --max-old-space-size: V8's heap stops below the cgroup limit, so too much
+# allocation is a clean "heap out of memory" error, not an OOM kill.
+command = ["node", "--max-old-space-size=128"]
+[profiles.javascript.limits]
+memory = "256MiB"              # hello world peaks ~15MiB (works in 32MiB); 128MiB V8 heap + code and buffers
+cpus = 1.0
+pids = 64                      # node starts ~7 threads (V8 workers, libuv); the libuv pool adds 4 on file I/O
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
+    esac
+}
+
 write_config() {
     local digest image_id
-    digest="$(registry_digest)"
+    digest="$(registry_digest "$PYTHON_IMAGE")"
     image_id="$(/usr/bin/docker image inspect "$LOCAL_IMAGE" --format '{{.Id}}')"
     if [ -z "$digest" ]; then
-        log "no repo digest for $REGISTRY_IMAGE after push"
+        log "no repo digest for ${REGISTRY_ADDR}/${PYTHON_IMAGE}:${IMAGE_TAG} after push"
         exit 1
     fi
     local tmp="$CONFIG_OUT.tmp"
@@ -273,16 +511,30 @@ pids = 64
 timeout = "10s"
 output = "64KiB"
 EOF
+    # The compiled languages: the program is mounted at /sandbox/<source>;
+    # `compile` runs once per program with /build writable, then each case
+    # runs `command` + its arguments with /build read-only.
+    local lang lang_digest
+    for lang in $LANGUAGES; do
+        lang_digest="$(registry_digest "$(language_image "$lang")")"
+        if [ -z "$lang_digest" ]; then
+            log "no repo digest for the $lang image after push"
+            exit 1
+        fi
+        printf '\n' >> "$tmp"
+        language_profile "$lang" "$lang_digest" >> "$tmp"
+    done
     # The daemonless WASI profile, pinned by scripts/setup-wasi.sh.
     if [ -s "$CACHE_DIR/wasi-profile.toml" ]; then
         printf '\n' >> "$tmp"
         cat "$CACHE_DIR/wasi-profile.toml" >> "$tmp"
     fi
     mv "$tmp" "$CONFIG_OUT"
-    log "wrote $CONFIG_OUT (python image ${digest})"
+    log "wrote $CONFIG_OUT (python image ${digest}; languages: ${LANGUAGES:-none})"
 }
 
 main() {
+    parse_args "$@"
     need_root
     mkdir -p "$CACHE_DIR"
     install_packages
@@ -290,7 +542,7 @@ main() {
     configure_dockerd
     start_dockerd
     start_registry
-    ensure_image
+    ensure_images
     ensure_fixture_images
     PROGSCORE_CACHE_DIR="$CACHE_DIR" bash "$REPO_ROOT/scripts/setup-wasi.sh"
     write_config

@@ -1,0 +1,11 @@
+#include <stdio.h>
+#include <string.h>
+
+/* Wrong: drops the first character. */
+int main(int argc, char **argv) {
+    const char *s = argv[1];
+    for (size_t i = strlen(s); i > 1; i--)
+        putchar(s[i - 1]);
+    putchar('\n');
+    return 0;
+}

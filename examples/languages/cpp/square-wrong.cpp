@@ -1,0 +1,8 @@
+#include <iostream>
+#include <string>
+
+// Wrong: adds instead of multiplying.
+int main(int argc, char **argv) {
+    long long n = std::stoll(argv[1]);
+    std::cout << n + n << '\n';
+}

@@ -1,0 +1,7 @@
+public class Main {
+    // Wrong: off by one.
+    public static void main(String[] args) {
+        long n = Long.parseLong(args[0]);
+        System.out.println(n * n - 1);
+    }
+}

@@ -1,0 +1,5 @@
+// Wrong: cubes instead of squaring.
+fn main() {
+    let n: i64 = std::env::args().nth(1).unwrap().parse().unwrap();
+    println!("{}", n * n * n);
+}
