@@ -37,7 +37,7 @@ fn start_batch(dir: &Dir) -> Child {
 /// What clients of process `pid` have left: Docker containers with their
 /// owner label; OCI runtime state; cgroups of either backend; processes
 /// still in such a cgroup or started with such a state root.
-fn leftovers_of(pid: u32) -> Vec<String> {
+pub(crate) fn leftovers_of(pid: u32) -> Vec<String> {
     let output = std::process::Command::new("docker")
         .args([
             "ps",
@@ -91,7 +91,7 @@ fn leftovers_of(pid: u32) -> Vec<String> {
 
 /// [`leftovers_of`], given up to `grace` to be gone (processes the kill
 /// reached still need a moment to exit).
-fn leftovers_after(pid: u32, grace: Duration) -> Vec<String> {
+pub(crate) fn leftovers_after(pid: u32, grace: Duration) -> Vec<String> {
     let deadline = std::time::Instant::now() + grace;
     loop {
         let left = leftovers_of(pid);

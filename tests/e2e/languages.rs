@@ -1,0 +1,455 @@
+//! The compiled languages end to end: every language's profile (as
+//! `scripts/setup.sh --languages all` writes it) builds and runs programs
+//! under the full hardening, a program that does not compile is a proven
+//! `compile_error`, stored evidence is reused without compiling, the same
+//! batch runs without a daemon, and a batch stopped during a compile leaves
+//! nothing behind.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use progscore_e2e::{Dir, result_lines, stderr, stdout, verdict};
+
+use crate::signals::leftovers_after;
+
+/// The programs' time limit in these tests (the generated profiles say 10s):
+/// long enough for a JVM's start on a busy machine, short enough that the
+/// infinite loops do not dominate.
+const TIMEOUT: &str = "5s";
+
+fn dir_with_short_timeouts() -> Dir {
+    let dir = Dir::new();
+    dir.edit_config(|text| text.replace("timeout = \"10s\"", &format!("timeout = \"{TIMEOUT}\"")));
+    dir
+}
+
+fn probe_source(language: &str, extension: &str, probe: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("languages/programs")
+        .join(language)
+        .join(format!("{probe}.{extension}"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `progscore run` of `source` under `language` with these invocations; the
+/// run's JSON, after checking that the process left nothing behind.
+fn run(
+    dir: &Dir,
+    language: &str,
+    source: &str,
+    invocations: &[serde_json::Value],
+) -> serde_json::Value {
+    dir.write("program", source);
+    let lines: Vec<String> = invocations.iter().map(|i| i.to_string()).collect();
+    dir.write("invocations.jsonl", lines.join("\n") + "\n");
+    let child = dir
+        .command()
+        .args([
+            "run",
+            "--profile",
+            language,
+            "program",
+            "--invocations",
+            "invocations.jsonl",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start progscore");
+    let pid = child.id();
+    let output = child.wait_with_output().expect("progscore ran");
+    assert!(output.status.success(), "{language}: {}", stderr(&output));
+    assert_eq!(
+        leftovers_after(pid, Duration::from_secs(5)),
+        Vec::<String>::new(),
+        "{language}"
+    );
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{language}: not JSON ({e}): {}", stdout(&output)))
+}
+
+fn no_args() -> serde_json::Value {
+    serde_json::json!({"args": []})
+}
+
+fn text(event: &serde_json::Value, stream: &str) -> String {
+    event[stream]["data"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Every probe of one language; each assertion names the language and probe.
+fn probes(language: &str, extension: &str) {
+    let dir = dir_with_short_timeouts();
+    let source_path = format!("/sandbox/{}", source_name(language, extension));
+    let probe = |name: &str, invocations: &[serde_json::Value]| {
+        let ran = run(
+            &dir,
+            language,
+            &probe_source(language, extension, name),
+            invocations,
+        );
+        if language != "javascript" {
+            assert_eq!(
+                ran["compile"]["outcome"], "exited",
+                "{language} {name}: {ran}"
+            );
+            assert_eq!(ran["compile"]["exit_code"], 0, "{language} {name}: {ran}");
+        } else {
+            assert!(ran.get("compile").is_none(), "{ran}");
+        }
+        ran["events"][0].clone()
+    };
+
+    let event = probe("network", &[no_args()]);
+    assert_eq!(
+        text(&event, "stdout"),
+        "unreachable\n",
+        "{language} network: {event}"
+    );
+
+    let event = probe("write_paths", &[serde_json::json!({"args": [source_path]})]);
+    assert_eq!(
+        text(&event, "stdout"),
+        "denied\ndenied\ndenied\n",
+        "{language}: the program, the build or the root could be written: {event}"
+    );
+
+    let event = probe("fork_bomb", &[no_args()]);
+    assert_eq!(event["outcome"], "exited", "{language} fork bomb: {event}");
+    assert_eq!(
+        text(&event, "stdout"),
+        "contained\n",
+        "{language} fork bomb: {event}"
+    );
+
+    let event = probe("memory_hog", &[no_args()]);
+    match language {
+        // Their runtimes cap their own heaps below the container's memory
+        // (the profiles say so): either cap may end the program first.
+        "java" | "javascript" => {
+            let own = event["outcome"] == "exited"
+                && event["exit_code"] != 0
+                && text(&event, "stderr").to_lowercase().contains("memory");
+            assert!(
+                event["outcome"] == "memory_limit" || own,
+                "{language} memory hog: {event}"
+            );
+        }
+        _ => assert_eq!(
+            event["outcome"], "memory_limit",
+            "{language} memory hog: {event}"
+        ),
+    }
+
+    let event = probe("busy_loop", &[no_args()]);
+    assert_eq!(
+        event["outcome"], "timed_out",
+        "{language} busy loop: {event}"
+    );
+
+    let stdin = "hello\nworld\n";
+    let event = probe(
+        "echo",
+        &[serde_json::json!({"args": ["a", "b c", "", "d$e"], "stdin": stdin})],
+    );
+    assert_eq!(event["outcome"], "exited", "{language} echo: {event}");
+    assert_eq!(text(&event, "stdout"), stdin, "{language} echo: {event}");
+    assert_eq!(
+        text(&event, "stderr"),
+        "a\nb c\n\nd$e\n",
+        "{language} echo: {event}"
+    );
+
+    // A program that does not build: a proven failure quoting the compiler.
+    let broken = match language {
+        "c" | "cpp" => "int main(void) { return missing(; }\n",
+        "rust" => "fn main() { let x = ; }\n",
+        "go" => "package main\nfunc main() { x := }\n",
+        "java" => "public class Main { public static void main(String[] a) { int x = ; } }\n",
+        _ => "console.log((;\n",
+    };
+    let ran = run(&dir, language, broken, &[no_args(), no_args()]);
+    if language == "javascript" {
+        // Nothing is compiled: the syntax error is the run's own failure.
+        let event = &ran["events"][0];
+        assert_eq!(event["exit_code"], 1, "{ran}");
+        assert!(text(event, "stderr").contains("SyntaxError"), "{ran}");
+    } else {
+        assert_ne!(ran["compile"]["exit_code"], 0, "{language}: {ran}");
+        assert!(
+            !text(&ran["compile"], "stderr").is_empty(),
+            "{language}: {ran}"
+        );
+        for event in ran["events"].as_array().unwrap() {
+            assert_eq!(event["outcome"], "compile_error", "{language}: {ran}");
+            let reason = event["reason"].as_str().unwrap();
+            assert!(
+                reason.starts_with("the compiler exited with code"),
+                "{reason}"
+            );
+        }
+    }
+}
+
+fn source_name(language: &str, extension: &str) -> String {
+    match language {
+        "java" => "Main.java".into(),
+        _ => format!("main.{extension}"),
+    }
+}
+
+#[test]
+fn c_is_hardened_and_compile_errors_are_proven() {
+    probes("c", "c");
+}
+
+#[test]
+fn cpp_is_hardened_and_compile_errors_are_proven() {
+    probes("cpp", "cpp");
+}
+
+#[test]
+fn rust_is_hardened_and_compile_errors_are_proven() {
+    probes("rust", "rs");
+}
+
+#[test]
+fn go_is_hardened_and_compile_errors_are_proven() {
+    probes("go", "go");
+}
+
+#[test]
+fn java_is_hardened_and_compile_errors_are_proven() {
+    probes("java", "java");
+}
+
+#[test]
+fn javascript_is_hardened_and_syntax_errors_fail() {
+    probes("javascript", "js");
+}
+
+fn examples() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/languages")
+}
+
+fn documented_verdicts() -> BTreeMap<String, String> {
+    std::fs::read_to_string(examples().join("expected-verdicts.txt"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (id, v) = l.split_once(' ').unwrap();
+            (id.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+/// Runs `progscore ARGS` in `dir`: its result lines, and how many
+/// containers the process created (from the engine's event log).
+fn counting_containers(dir: &Dir, args: &[&str]) -> (Vec<serde_json::Value>, usize) {
+    let since = unix_now();
+    let child = dir
+        .command()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start progscore");
+    let pid = child.id();
+    let output = child.wait_with_output().expect("progscore ran");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let created = containers_created_by(pid, since);
+    (result_lines(&stdout(&output)), created)
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// Containers created since `since` by progscore process `pid`, as the
+/// engine's event log tells (the owner label names the pid). The engine
+/// keeps only its last 256 events: a count of many is a lower bound.
+fn containers_created_by(pid: u32, since: f64) -> usize {
+    let output = std::process::Command::new("docker")
+        .args([
+            "events",
+            "--since",
+            &format!("{since:.3}"),
+            "--until",
+            &format!("{:.3}", unix_now()),
+            "--filter",
+            "type=container",
+            "--filter",
+            "event=create",
+            "--format",
+            "{{index .Actor.Attributes \"progscore.owner\"}}",
+        ])
+        .output()
+        .expect("docker events");
+    let owner = format!("progscore-docker-{pid}-");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| line.starts_with(&owner))
+        .count()
+}
+
+fn verdicts(lines: &[serde_json::Value]) -> BTreeMap<String, String> {
+    lines
+        .iter()
+        .map(|line| (line["id"].as_str().unwrap().to_string(), verdict(line)))
+        .collect()
+}
+
+/// The documented batch: every verdict as documented; scoring it again
+/// compiles nothing and runs nothing; `rescore` changes nothing.
+#[test]
+fn the_language_batch_gets_its_documented_verdicts_and_is_never_compiled_twice() {
+    let dir = dir_with_short_timeouts();
+    let batch = examples().join("batch.jsonl");
+    let batch = batch.to_str().unwrap();
+    let (first, created) = counting_containers(&dir, &["score", batch, "--jobs", "4"]);
+    assert_eq!(verdicts(&first), documented_verdicts());
+    let compile_errors = first
+        .iter()
+        .filter(|line| {
+            line["cases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|case| case["outcome"] == "compile_error")
+        })
+        .count();
+    assert_eq!(compile_errors, 5, "one compile error per compiled language");
+    assert!(created > 0, "the first scoring started no container");
+
+    let (again, created) = counting_containers(&dir, &["score", batch, "--jobs", "4"]);
+    assert_eq!(verdicts(&again), documented_verdicts());
+    assert_eq!(created, 0, "scoring stored evidence started containers");
+    for line in &again {
+        assert_eq!(line["evidence"], "stored", "{line}");
+    }
+
+    let (rescored, created) = counting_containers(&dir, &["rescore", batch]);
+    assert_eq!(verdicts(&rescored), documented_verdicts());
+    assert!(rescored.iter().all(|line| line["changed"] == false));
+    assert_eq!(created, 0, "rescore started containers");
+}
+
+/// The C and C++ items with their profiles switched to the daemonless
+/// backend: the same verdicts, with `oci` in the provenance of the compile.
+#[test]
+fn c_and_cpp_get_the_same_verdicts_without_a_daemon() {
+    let dir = dir_with_short_timeouts();
+    dir.edit_config(|text| {
+        let mut out = String::new();
+        let mut in_c_profile = false;
+        for line in text.lines() {
+            if line.starts_with("[profiles.") {
+                in_c_profile = line == "[profiles.c]" || line == "[profiles.cpp]";
+            }
+            if in_c_profile && line == "backend = \"docker\"" {
+                out.push_str("backend = \"oci\"\n");
+            } else {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    });
+    let batch: String = std::fs::read_to_string(examples().join("batch.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|line| line.contains("\"id\": \"c/") || line.contains("\"id\": \"cpp/"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    dir.write("batch.jsonl", &batch);
+    let output = dir.run(&["score", "batch.jsonl", "--jobs", "4"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = result_lines(&stdout(&output));
+    let documented = documented_verdicts();
+    assert_eq!(lines.len(), 18);
+    for line in &lines {
+        let id = line["id"].as_str().unwrap();
+        assert_eq!(verdict(line), documented[id], "{line}");
+    }
+    let observation = lines[0]["observation_ids"][0].as_str().unwrap();
+    let shown = dir.run(&["observations", "show", observation]);
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}\n{}", stdout(&shown), stderr(&shown));
+    });
+    let compile = &shown["run"]["compile"];
+    assert_eq!(compile["provenance"]["backend"], "oci", "{shown}");
+}
+
+/// SIGTERM while a compiler runs: the batch stops with 143 and neither the
+/// compile's container nor anything else of the process is left.
+#[test]
+fn a_batch_stopped_during_a_compile_leaves_nothing_behind() {
+    let dir = Dir::new();
+    // The whole standard library at -O2: a few seconds of g++.
+    let items: Vec<String> = (0..6)
+        .map(|i| {
+            serde_json::json!({
+                "id": format!("heavy-{i}"),
+                "program": format!("#include <bits/stdc++.h>\nint main() {{ std::map<int, std::string> m{{{{ {i}, \"x\" }}}}; std::cout << m.size() << std::endl; }}\n"),
+                "expectation": {"conditions": [{"program_behaves": {"profile": "cpp", "cases": [
+                    {"invocation": {"args": []}, "expected": {"stdout": {"equals": "1"}}}]}}]},
+            })
+            .to_string()
+        })
+        .collect();
+    dir.write("batch.jsonl", items.join("\n"));
+    let child = dir
+        .command()
+        .args(["score", "batch.jsonl", "--jobs", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start progscore");
+    let pid = child.id();
+    // Wait until a compiler runs in one of this process's containers.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !compiler_running(pid) {
+        assert!(std::time::Instant::now() < deadline, "no compile started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+    unsafe {
+        libc::kill(i32::try_from(pid).unwrap(), libc::SIGTERM);
+    }
+    let output = child.wait_with_output().expect("progscore exits");
+    assert_eq!(output.status.code(), Some(143), "{}", stderr(&output));
+    assert_eq!(
+        leftovers_after(pid, Duration::from_secs(5)),
+        Vec::<String>::new()
+    );
+    assert!(
+        dir.owner_leftovers().is_empty(),
+        "{:?}",
+        dir.owner_leftovers()
+    );
+}
+
+/// Whether `cc1plus` (g++'s compiler proper) runs in a cgroup of progscore
+/// process `pid`'s containers (their cgroups carry its owner name).
+fn compiler_running(pid: u32) -> bool {
+    let owner = format!("progscore-docker-{pid}-");
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries.flatten().any(|entry| {
+                let compiling = std::fs::read(entry.path().join("cmdline"))
+                    .is_ok_and(|cmdline| cmdline.windows(7).any(|w| w == b"cc1plus"));
+                compiling
+                    && std::fs::read_to_string(entry.path().join("cgroup"))
+                        .is_ok_and(|cgroup| cgroup.contains(&owner))
+            })
+        })
+        .unwrap_or(false)
+}
