@@ -25,6 +25,14 @@ def image() -> str:
     return str(profiles["python"]["image"])
 
 
+@pytest.fixture(scope="session")
+def c_image() -> str:
+    """The C/C++ image as scripts/setup.sh pinned it (repo@sha256:...)."""
+    with open(generated_config(), "rb") as config:
+        profiles = tomllib.load(config)["profiles"]
+    return str(profiles["c"]["image"])
+
+
 @pytest.fixture
 def config(tmp_path: pathlib.Path) -> pathlib.Path:
     """The generated config with its store moved into this test's folder."""

@@ -190,6 +190,21 @@
       ['peak memory', mib(item.peak_memory_bytes)]
     ]);
     textBlock(panel, 'Program (as it ran)', item.program, 'program_bytes');
+    if (item.compile) {
+      var build = el('div', 'case compile');
+      var built = item.compile.outcome === 'exited' && item.compile.exit_code === 0;
+      build.appendChild(el('h3', 'case-head case-' + (built ? 'matched' : 'failed'),
+        'Compile: ' + (built ? 'built' : 'failed')));
+      table(build, 'facts', [
+        ['outcome', item.compile.outcome + (item.compile.exit_code == null ? '' : ' (exit code ' + item.compile.exit_code + ')')],
+        ['command', JSON.stringify(item.compile.command)],
+        ['wall time', ms(item.compile.duration_ms)],
+        ['build sha256', item.compile.artifact_sha256 || '-']
+      ]);
+      streamBlock(build, 'stdout', item.compile.stdout);
+      streamBlock(build, 'stderr', item.compile.stderr);
+      panel.appendChild(build);
+    }
     item.cases.forEach(function (c, index) {
       var box = el('div', 'case');
       var verdict = c.matched === true ? 'matched' : c.matched === false ? 'failed' : 'undetermined';

@@ -4,14 +4,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::SystemTime;
 
-use progscore_sandbox::{ByteString, CapturedStream, InvocationEvent};
+use progscore_sandbox::{ByteString, CapturedStream, InvocationEvent, Outcome};
 use progscore_scoring::evidence::{EvidenceStore, Observation, StoreError, StoredScore};
 use progscore_scoring::{CaseReport, Condition, ProgramCase, ScoringExpectation, TextCondition};
 use serde::Deserialize;
 
 use crate::diff;
 use crate::error::ReportError;
-use crate::model::{Case, Item, Limits, Report, Stream, Text};
+use crate::model::{Case, Compile, Item, Limits, Report, Stream, Text};
 
 /// A batch's result lines, as `progscore score` or `rescore` wrote them.
 #[derive(Debug, Clone)]
@@ -187,6 +187,28 @@ pub fn gather(
             limits,
             &mut provenances,
         );
+        let compile = observation
+            .as_ref()
+            .and_then(|o| o.run.compile.as_ref())
+            .map(|compile| {
+                let event = &compile.event;
+                Compile {
+                    outcome: event.outcome.kind().to_string(),
+                    exit_code: match event.outcome {
+                        Outcome::Exited { exit_code } => Some(exit_code),
+                        _ => None,
+                    },
+                    command: event
+                        .provenance
+                        .as_ref()
+                        .map(|p| p.command.clone())
+                        .unwrap_or_default(),
+                    duration_ms: event.duration_ms,
+                    artifact_sha256: compile.artifact_sha256.clone(),
+                    stdout: stream(&event.stdout, limits.excerpt_bytes),
+                    stderr: stream(&event.stderr, limits.excerpt_bytes),
+                }
+            });
         let verdict = verdict(&line.status, line.value);
         let before = match &before {
             Some(baseline) => baseline.get(&id).copied(),
@@ -211,6 +233,7 @@ pub fn gather(
             program,
             program_sha256,
             before,
+            compile,
             cases,
             notes,
             id,

@@ -90,6 +90,9 @@ pub struct Item {
     /// or not (`None` without a baseline or without this item in it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub before: Option<&'static str>,
+    /// The compile, for profiles that build the program first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compile: Option<Compile>,
     /// Cases, in order.
     pub cases: Vec<Case>,
     /// What could not be shown (evidence missing from the store...).
@@ -142,6 +145,27 @@ pub struct Case {
     /// The container (or instance) it ran in, which no other case shares.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
+}
+
+/// How the program was built, for profiles with a compile step.
+#[derive(Debug, Clone, Serialize)]
+pub struct Compile {
+    /// `exited`, `timed_out`, `memory_limit`, `sandbox_error`...
+    pub outcome: String,
+    /// The compiler's exit code, when it exited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// The compiler's argv.
+    pub command: Vec<String>,
+    /// Wall time of the compile.
+    pub duration_ms: u64,
+    /// sha256 of what it built, when it succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact_sha256: Option<String>,
+    /// The compiler's output.
+    pub stdout: Stream,
+    /// The compiler's error output.
+    pub stderr: Stream,
 }
 
 /// Some bytes shown as text.

@@ -46,16 +46,23 @@ pub fn run(config: &Config, args: ProfilesArgs) -> anyhow::Result<u8> {
             "  runtime      {}",
             p.runtime.as_deref().unwrap_or("(engine default)")
         );
+        if p.source.is_some() || p.compile.is_some() {
+            println!("  program at   {}", p.program_path());
+        }
+        if let Some(compile) = &p.compile {
+            println!("  compile      {}", compile.command.join(" "));
+            println!("  compile lim. {}", limits_line(&compile.limits));
+        }
         println!("  command      {}", p.command.join(" "));
-        println!(
-            "  limits       memory {} B, cpus {}, pids {}, timeout {} ms, output {} B/stream",
-            p.limits.memory_bytes,
-            p.limits.cpus,
-            p.limits.pids,
-            p.limits.timeout_ms,
-            p.limits.output_bytes
-        );
+        println!("  limits       {}", limits_line(&p.limits));
         println!("  fingerprint  {}", p.fingerprint());
     }
     Ok(EXIT_OK)
+}
+
+fn limits_line(limits: &progscore_sandbox::Limits) -> String {
+    format!(
+        "memory {} B, cpus {}, pids {}, timeout {} ms, output {} B/stream",
+        limits.memory_bytes, limits.cpus, limits.pids, limits.timeout_ms, limits.output_bytes
+    )
 }

@@ -35,6 +35,7 @@ from ._native import (
 __all__ = [
     "CapturedStream",
     "CaseReport",
+    "CompileEvent",
     "Comparator",
     "Contains",
     "ContentScorable",
@@ -286,7 +287,12 @@ class ContentScorable:
 class DockerRuntimeProfile:
     """A Docker profile: an image pinned by digest (``repo@sha256:...``) or id
     (``sha256:...``), never a tag, and the command the program's path and
-    arguments follow. Limits default as in the CLI's config."""
+    arguments follow. Limits default as in the CLI's config.
+
+    A compiled language gives ``source`` (the program's file name under
+    ``/sandbox``), ``compile`` (run verbatim once per program, with ``/build``
+    writable) and optionally ``compile_limits`` (same keys as the limits); the
+    cases then run ``command`` and their arguments, with ``/build`` read-only."""
 
     image: str
     command: Sequence[str]
@@ -299,6 +305,9 @@ class DockerRuntimeProfile:
     cpu_time: Optional[str] = None
     output: Optional[str] = None
     tmp: Optional[str] = None
+    source: Optional[str] = None
+    compile: Optional[Sequence[str]] = None
+    compile_limits: Optional[Mapping[str, Union[str, int, float]]] = None
 
     def _spec(self) -> dict[str, JsonValue]:
         spec: dict[str, JsonValue] = {
@@ -317,6 +326,12 @@ class DockerRuntimeProfile:
         }
         if limits:
             spec["limits"] = limits
+        if self.source is not None:
+            spec["source"] = self.source
+        if self.compile is not None:
+            spec["compile"] = list(self.compile)
+        if self.compile_limits is not None:
+            spec["compile_limits"] = dict(self.compile_limits)
         return spec
 
 
@@ -349,7 +364,8 @@ class CapturedStream:
 @dataclass(frozen=True)
 class InvocationEvent:
     """What happened to one invocation. ``outcome`` is ``exited``,
-    ``timed_out``, ``memory_limit``, ``sandbox_error`` or ``not_run``."""
+    ``timed_out``, ``memory_limit``, ``compile_error``, ``sandbox_error`` or
+    ``not_run``."""
 
     outcome: str
     exit_code: Optional[int]
@@ -396,14 +412,40 @@ class ProgramRun:
     program_sha256: str
     events: Sequence[InvocationEvent]
     sandbox_warnings: Sequence[str] = ()
+    # The compile, for profiles that build the program first.
+    compile: Optional[CompileEvent] = None
 
     @staticmethod
     def _from_json(value: Mapping[str, JsonValue]) -> ProgramRun:
+        compile = value.get("compile")
         return ProgramRun(
             runtime_profile_name=str(value["profile"]),
             program_sha256=str(value["program_sha256"]),
             events=tuple(InvocationEvent._from_json(event) for event in value["events"]),
             sandbox_warnings=tuple(value.get("sandbox_warnings", ())),
+            compile=None if compile is None else CompileEvent._from_json(compile),
+        )
+
+
+@dataclass(frozen=True)
+class CompileEvent:
+    """How the program was built: the compiler's run (``event``: its outcome,
+    output, duration, provenance) and the sha256 of what it built."""
+
+    event: InvocationEvent
+    artifact_sha256: Optional[str] = None
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the compiler exited 0."""
+        return self.event.outcome == "exited" and self.event.exit_code == 0
+
+    @staticmethod
+    def _from_json(value: Mapping[str, JsonValue]) -> CompileEvent:
+        sha256 = value.get("artifact_sha256")
+        return CompileEvent(
+            event=InvocationEvent._from_json(value),
+            artifact_sha256=None if sha256 is None else str(sha256),
         )
 
 
