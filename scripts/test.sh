@@ -17,8 +17,21 @@ phase() {
 
 phase "setup" bash scripts/setup.sh
 export PROGSCORE_CONFIG="$REPO_ROOT/progscore.toml"
+# The language tests need every language's image: built (mostly downloads
+# and unpacking) while cargo compiles, then the config names them all.
+languages_log="$(mktemp)"
+bash scripts/setup.sh --languages all > "$languages_log" 2>&1 &
+languages_pid=$!
 # The end-to-end tests drive the built binary.
 phase "build" cargo build --locked -p progscore
+language_images() {
+    if ! wait "$languages_pid"; then
+        cat "$languages_log" >&2
+        return 1
+    fi
+    grep -E 'built|ready' "$languages_log" >&2 || true
+}
+phase "language images (beside the build)" language_images
 phase "tests" cargo test --workspace --all-features --locked --no-fail-fast "$@"
 # The Python package: built into a cached virtual environment (with the
 # workspace's dev build, so nothing is compiled twice), tested with pytest
