@@ -16,6 +16,7 @@ use crate::options::{OWNER_KIND, OciOptions};
 /// state root, then its folder.
 pub(crate) async fn sweep_dead_owners(options: &OciOptions, cgroups: &Cgroups) {
     cgroups.sweep_orphans(OWNER_KIND);
+    remove_empty_state_roots_of_dead_pids(&options.state_root);
     for dead in Owner::dead_owners(&options.owner_root, OWNER_KIND) {
         let state_root = options.state_root.join(dead.name());
         // A runtime that was still starting a container when its owner died
@@ -56,6 +57,46 @@ pub(crate) async fn sweep_dead_owners(options: &OciOptions, cgroups: &Cgroups) {
             }
         }
     }
+}
+
+/// State roots are shared by every owner folder (one per `TMPDIR`): a
+/// process whose owner folder is gone (its temporary folder deleted after it
+/// died) leaves a state root no owner sweep will reach. One that holds no
+/// container state at all (only empty runtime folders) and whose pid is
+/// gone is removed: nothing of anyone is in it.
+fn remove_empty_state_roots_of_dead_pids(state_root: &Path) {
+    let prefix = format!("progscore-{OWNER_KIND}-");
+    let Ok(entries) = std::fs::read_dir(state_root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+        if alive || !holds_only_empty_folders(&entry.path()) {
+            continue;
+        }
+        if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+            tracing::warn!("cannot remove {}: {e}", entry.path().display());
+        }
+    }
+}
+
+fn holds_only_empty_folders(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().all(|entry| {
+            entry.file_type().is_ok_and(|kind| kind.is_dir())
+                && std::fs::read_dir(entry.path()).is_ok_and(|mut inner| inner.next().is_none())
+        })
+    })
 }
 
 /// Kills every process started with `--root` in `state_root` (runtimes and
@@ -176,6 +217,25 @@ mod tests {
             .args(["-c", "sleep 30", root_arg])
             .spawn()
             .expect("spawn sh")
+    }
+
+    #[test]
+    fn empty_state_roots_of_dead_pids_go_and_nothing_else() {
+        let root = tempfile::tempdir().unwrap();
+        // A pid far above pid_max: never alive.
+        let dead_empty = root.path().join("progscore-oci-999999999-00ff");
+        let dead_with_state = root.path().join("progscore-oci-999999998-00ff");
+        let alive = root
+            .path()
+            .join(format!("progscore-oci-{}-00ff", std::process::id()));
+        let other = root.path().join("someone-else");
+        for dir in [&dead_empty, &dead_with_state, &alive, &other] {
+            std::fs::create_dir_all(dir.join("runsc")).unwrap();
+        }
+        std::fs::create_dir_all(dead_with_state.join("runsc/container")).unwrap();
+        remove_empty_state_roots_of_dead_pids(root.path());
+        assert!(!dead_empty.exists());
+        assert!(dead_with_state.exists() && alive.exists() && other.exists());
     }
 
     #[tokio::test]
