@@ -350,6 +350,86 @@ mod tests {
         );
     }
 
+    fn compile_ending(outcome: Outcome, stderr: &str) -> CompileEvent {
+        CompileEvent {
+            event: InvocationEvent {
+                outcome,
+                stderr: CapturedStream::complete(stderr.as_bytes().to_vec()),
+                ..InvocationEvent::not_run("")
+            },
+            artifact_sha256: None,
+        }
+    }
+
+    #[test]
+    fn a_failed_build_decides_the_cases_and_only_a_proven_one_is_a_failure() {
+        let built = compile_ending(Outcome::Exited { exit_code: 0 }, "");
+        assert!(built.succeeded() && built.case_event().is_none());
+
+        let gcc = "main.c: In function 'main':\nmain.c:1:25: error: expected expression before ';' token\n";
+        let failed = compile_ending(Outcome::Exited { exit_code: 1 }, gcc)
+            .case_event()
+            .unwrap();
+        assert_eq!(
+            failed.outcome,
+            Outcome::CompileError {
+                reason: "the compiler exited with code 1: main.c:1:25: error: expected expression before ';' token".into()
+            }
+        );
+        assert!(!failed.outcome.is_unproven());
+        for (outcome, reason) in [
+            (Outcome::timed_out(), "the compile timed out"),
+            (
+                Outcome::MemoryLimit,
+                "the compile exceeded its memory limit",
+            ),
+        ] {
+            let event = compile_ending(outcome, "").case_event().unwrap();
+            assert_eq!(
+                event.outcome,
+                Outcome::CompileError {
+                    reason: reason.into()
+                }
+            );
+        }
+
+        // What says nothing about the program leaves the cases unproven.
+        for outcome in [
+            Outcome::SandboxError {
+                message: "engine gone".into(),
+            },
+            Outcome::TimedOut {
+                limit: TimeLimit::Wall,
+                unconfirmed: Some("busy".into()),
+            },
+            Outcome::NotRun {
+                reason: "cancelled".into(),
+            },
+        ] {
+            let event = compile_ending(outcome.clone(), "").case_event().unwrap();
+            assert!(
+                matches!(event.outcome, Outcome::NotRun { .. }),
+                "{outcome:?}: {event:?}"
+            );
+            assert!(event.outcome.is_unproven());
+        }
+
+        // A long first line is quoted, cut.
+        let long = format!("error: {}", "x".repeat(500));
+        let Outcome::CompileError { reason } =
+            compile_ending(Outcome::Exited { exit_code: 2 }, &long)
+                .case_event()
+                .unwrap()
+                .outcome
+        else {
+            panic!("not a compile error");
+        };
+        assert!(
+            reason.ends_with('…') && reason.chars().count() < 260,
+            "{reason}"
+        );
+    }
+
     #[test]
     fn unconfirmed_timeouts_and_cpu_limits_are_explicit() {
         let outcome = Outcome::TimedOut {
