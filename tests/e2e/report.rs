@@ -246,3 +246,32 @@ fn urlencode(text: &str) -> String {
         })
         .collect()
 }
+
+/// A C program that does not compile: its item shows the compile as failed,
+/// with the compiler's command and its error, and every case `compile_error`.
+#[test]
+fn a_compile_error_shows_the_compiler_and_its_output() {
+    let dir = Dir::new();
+    let item = serde_json::json!({
+        "id": "broken-c",
+        "program": "int main(void) { return missing(; }\n",
+        "expectation": {"conditions": [{"program_behaves": {"profile": "c", "cases": [
+            {"invocation": {"args": ["3"]}, "expected": {"stdout": {"equals": "9"}}}]}}]},
+    });
+    dir.write("batch.jsonl", format!("{item}\n"));
+    let output = dir.run(&["score", "batch.jsonl", "--report", "report.html"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let (dom, console) = open(&dir.path().join("report.html"), "item=broken-c");
+    assert_eq!(console, Vec::<String>::new());
+    assert_eq!(
+        texts(&dom, "#detail .compile h3"),
+        vec!["Compile: failed".to_string()]
+    );
+    let compile = texts(&dom, "#detail .compile").concat();
+    for wanted in ["\"gcc\"", "/sandbox/main.c", "error", "exit code 1"] {
+        assert!(compile.contains(wanted), "{wanted} missing in: {compile}");
+    }
+    let detail = texts(&dom, "#detail").concat();
+    assert!(detail.contains("compile_error"), "{detail}");
+    assert!(detail.contains("did not compile"), "{detail}");
+}
