@@ -169,12 +169,42 @@ impl DockerClient {
     }
 }
 
+impl DockerClient {
+    /// One last try at the containers the engine would not remove during
+    /// the calls (bounded by the engine timeout per container); what still
+    /// fails is left to the next start's sweep, which finds this owner dead.
+    fn remove_leftovers_before_leaving(&self, runtime: &tokio::runtime::Runtime) {
+        let pending = !self
+            .inner
+            .leftovers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_empty();
+        let Some(engine) = self.inner.engine.get().filter(|_| pending) else {
+            return;
+        };
+        let inner = self.inner.clone();
+        let docker = engine.docker.clone();
+        let handle = runtime.handle().clone();
+        // A thread of its own: the drop may run inside the caller's runtime.
+        let removing = std::thread::spawn(move || {
+            handle.block_on(async {
+                for warning in inner.remove_leftovers(&docker).await {
+                    tracing::warn!("{warning}");
+                }
+            })
+        });
+        let _ = removing.join();
+    }
+}
+
 impl Drop for DockerClient {
     fn drop(&mut self) {
         // No call can be in flight here (calls borrow the client), but a
         // preflight whose caller gave up (a signal during the checks) may
         // be: it is dropped now, with the owner record it holds.
         if let Some(runtime) = self.runtime.take() {
+            self.remove_leftovers_before_leaving(&runtime);
             shut_down(runtime);
         }
         if let Some(cgroups) = self.inner.engine.get().and_then(|e| e.cgroups.as_ref()) {
@@ -484,8 +514,11 @@ impl Inner {
                 }
                 slot = slot => slot,
             };
-            let result = invocation::run(context, index, invocation, alone).await;
+            let mut result = invocation::run(context, index, invocation, alone).await;
             warnings.extend(result.warnings);
+            if let Some(leftover) = result.leftover.take() {
+                self.keep_leftover(leftover);
+            }
             match result.next {
                 Next::Continue => return Ok((result.event, None)),
                 Next::Stop(reason) => return Ok((result.event, Some(reason))),
@@ -511,7 +544,10 @@ impl Inner {
                             )
                             .await
                             {
+                                // Tried again by the next call, at the
+                                // client's drop, or by the next start's sweep.
                                 warnings.push(e);
+                                self.keep_leftover(leftover);
                             }
                             outages += 1;
                             if outages > MAX_OUTAGE_RERUNS {
@@ -573,6 +609,9 @@ impl Inner {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
+        if pending.is_empty() {
+            return Vec::new();
+        }
         let mut warnings = Vec::new();
         for leftover in pending {
             if let Err(e) =
@@ -581,6 +620,15 @@ impl Inner {
                 warnings.push(e);
                 self.keep_leftover(leftover);
             }
+        }
+        let all_removed = self
+            .leftovers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_empty();
+        if all_removed {
+            // Everything this owner left is gone: its files go with it again.
+            self.owner.keep_for_sweep_no_more();
         }
         warnings
     }

@@ -84,6 +84,25 @@ impl EngineHealth {
         }
     }
 
+    /// After the engine answered a request with a 5xx: a stopping engine
+    /// still answers pings for a moment, so it is watched a little longer
+    /// (a few pings over about two seconds). Down within that time: an
+    /// outage, and the invocation runs again once the engine is back. Up
+    /// throughout: a fault of the engine, which the invocation reports.
+    pub(crate) async fn confirm_outage_after_server_error(
+        &self,
+        docker: &Docker,
+        cause: &str,
+    ) -> bool {
+        for _ in 0..SERVER_ERROR_PINGS {
+            if self.confirm_outage(docker, cause).await {
+                return true;
+            }
+            tokio::time::sleep(SERVER_ERROR_PING_GAP).await;
+        }
+        false
+    }
+
     /// Returns once the engine answers, or gives up when the outage has lasted
     /// the outage wait. Returns at once when the engine is not known to be down.
     pub(crate) async fn wait_until_up(
@@ -143,6 +162,11 @@ impl EngineHealth {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
+
+/// How an engine's 5xx answer is followed up (see
+/// [`EngineHealth::confirm_outage_after_server_error`]).
+const SERVER_ERROR_PINGS: usize = 5;
+const SERVER_ERROR_PING_GAP: Duration = Duration::from_millis(400);
 
 async fn ping(docker: &Docker) -> Result<(), String> {
     match tokio::time::timeout(PING_TIMEOUT, docker.ping()).await {

@@ -70,6 +70,9 @@ pub(crate) struct InvocationResult {
     pub event: InvocationEvent,
     pub warnings: Vec<String>,
     pub next: Next,
+    /// A container the engine would not remove: the client keeps it and
+    /// tries again (and the next start's sweep, if this process ends first).
+    pub leftover: Option<Leftover>,
 }
 
 /// What the call does after an invocation.
@@ -96,6 +99,9 @@ pub(crate) struct Leftover {
 struct EngineFault {
     message: String,
     transport: bool,
+    /// The engine answered with a 5xx: what a stopping engine answers while
+    /// it shuts down (e.g. "grpc: the client connection is closing").
+    server_error: bool,
 }
 
 impl EngineFault {
@@ -103,6 +109,10 @@ impl EngineFault {
         EngineFault {
             message: format!("{what}: {}", describe(err)),
             transport: is_transport_error(err),
+            server_error: matches!(
+                err,
+                BollardError::DockerResponseServerError { status_code, .. } if *status_code >= 500
+            ),
         }
     }
 }
@@ -177,11 +187,16 @@ pub(crate) async fn run(
             (Ok(observed), next)
         }
         Err(fault) => {
-            let lost = fault.transport
-                && context
-                    .health
-                    .confirm_outage(context.docker, &fault.message)
-                    .await;
+            let health = context.health;
+            let lost = if fault.transport {
+                health.confirm_outage(context.docker, &fault.message).await
+            } else if fault.server_error {
+                health
+                    .confirm_outage_after_server_error(context.docker, &fault.message)
+                    .await
+            } else {
+                false
+            };
             let next = if lost {
                 Next::EngineLost(Leftover {
                     container: name.clone(),
@@ -204,6 +219,7 @@ pub(crate) async fn run(
     // Removal runs on every path, even when create reported an error: the
     // engine may have created the container before the connection failed.
     // Once the engine is gone, removal waits for its return (the caller).
+    let mut leftover = None;
     if !matches!(next, Next::EngineLost(_)) {
         match lifecycle.remove().await {
             Ok(()) => {
@@ -216,6 +232,10 @@ pub(crate) async fn run(
             Err(fault) => {
                 let warning = format!("failed to remove container {name}: {}", fault.message);
                 warnings.push(warning.clone());
+                leftover = Some(Leftover {
+                    container: name.clone(),
+                    cgroup: cgroup.clone(),
+                });
                 if matches!(next, Next::Continue | Next::ConfirmAlone(_)) {
                     next = Next::Stop(format!("not run: {warning}"));
                 }
@@ -250,6 +270,7 @@ pub(crate) async fn run(
         },
         warnings,
         next,
+        leftover,
     }
 }
 
@@ -299,6 +320,7 @@ impl Lifecycle<'_, '_> {
                     self.name
                 ),
                 transport: true,
+                server_error: false,
             }),
         }
     }
@@ -462,6 +484,7 @@ impl Lifecycle<'_, '_> {
             return Err(EngineFault {
                 message,
                 transport: false,
+                server_error: false,
             });
         }
 
@@ -475,6 +498,7 @@ impl Lifecycle<'_, '_> {
                     self.name
                 ),
                 transport: false,
+                server_error: false,
             });
         } else {
             match (timed_out, state.exit_code) {
@@ -489,6 +513,7 @@ impl Lifecycle<'_, '_> {
                     return Err(EngineFault {
                         message: format!("container {} has no exit code in its state", self.name),
                         transport: false,
+                        server_error: false,
                     });
                 }
             }
@@ -563,6 +588,7 @@ async fn remove_container(
         Err(_) => Err(EngineFault {
             message: format!("removing: the engine did not answer within {engine_timeout:?}"),
             transport: true,
+            server_error: false,
         }),
     }
 }

@@ -173,6 +173,13 @@ impl Owner {
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// What [`Self::keep_for_sweep`] was for has been removed after all:
+    /// the owner's files go when it is dropped again.
+    pub fn keep_for_sweep_no_more(&self) {
+        self.keep_for_sweep
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Owners of `kind` under `root` that are provably gone, each held
     /// locked until it is [`DeadOwner::forget`]-ed or dropped. Files of
     /// owners that crashed while registering are removed on the way.

@@ -798,12 +798,75 @@ async fn a_failed_removal_is_a_warning_and_stops_later_invocations() {
         h.client.owned_containers().await.unwrap(),
         vec![name.clone()]
     );
-    remove_for_real(&name).await;
     // The workspace goes even when a container could not.
     let workspaces = entries(h.client.owner_dir());
     assert!(
         workspaces.is_empty(),
         "workspaces left behind: {workspaces:?}"
+    );
+    // The client keeps it: once the engine removes containers again, the
+    // next call removes it first.
+    proxy
+        .faults
+        .fail_container_removal
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let next = h
+        .client
+        .execute(SQUARE.as_bytes(), RUNC, &invocations[..1])
+        .await
+        .expect("run");
+    assert_eq!(stdout(&next, 0), "4\n");
+    assert!(
+        next.sandbox_warnings.is_empty(),
+        "{:?}",
+        next.sandbox_warnings
+    );
+    assert_eq!(
+        h.client.owned_containers().await.unwrap(),
+        Vec::<String>::new()
+    );
+}
+
+/// A container the engine would not remove during the calls is removed when
+/// the client is dropped, once the engine removes containers again; the
+/// owner's files then go too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_left_by_a_failed_removal_goes_when_the_client_is_dropped() {
+    let proxy = proxy::EngineProxy::start();
+    proxy
+        .faults
+        .fail_container_removal
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let h = harness_with_socket(vec![profile(RUNC)], Some(proxy.socket()));
+    let run = h
+        .client
+        .execute(SQUARE.as_bytes(), RUNC, &[Invocation::with_args(["2"])])
+        .await
+        .expect("run");
+    let name = run.events[0]
+        .provenance
+        .as_ref()
+        .and_then(|p| p.container.clone())
+        .unwrap();
+    assert_eq!(run.sandbox_warnings.len(), 1, "{:?}", run.sandbox_warnings);
+    proxy
+        .faults
+        .fail_container_removal
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let root = h._root.path().to_path_buf();
+    drop(h.client);
+    let inspected = docker()
+        .inspect_container(
+            &name,
+            None::<bollard::query_parameters::InspectContainerOptions>,
+        )
+        .await;
+    assert!(inspected.is_err(), "{name} outlived its client");
+    remove_for_real(&name).await;
+    assert_eq!(
+        entries(&root),
+        Vec::<std::path::PathBuf>::new(),
+        "owner files left"
     );
 }
 
