@@ -5,6 +5,7 @@
 mod scoring_common;
 
 mod languages;
+mod leases;
 mod report;
 mod run;
 mod score;

@@ -7,7 +7,10 @@
 //!   refuse `UPDATE` and `DELETE`), each carrying a hash of its own record so
 //!   a row changed behind progscore's back is detected when read;
 //! - **scores**: one [`ScoreRecord`] per verdict, append-only;
-//! - **links** from each score to the observations it used.
+//! - **links** from each score to the observations it used;
+//! - **leases**: which process runs an attempt right now (taken, renewed,
+//!   released, or taken over once expired), so that processes sharing the
+//!   store run each attempt once. Not evidence: rows come and go.
 //!
 //! An observation and its first score are written in one `BEGIN IMMEDIATE`
 //! transaction ([`EvidenceStore::record_observation_with_score`]), so a score
@@ -27,5 +30,6 @@ pub use record::{
 };
 pub use schema::{MIGRATIONS, SCHEMA_VERSION};
 pub use store::{
-    EvidenceStore, ObservationFilter, RecordOutcome, ScoreFilter, StoreCounts, now_rfc3339,
+    EvidenceStore, Lease, ObservationFilter, RecordOutcome, ScoreFilter, StoreCounts, now_rfc3339,
+    now_unix_ms,
 };

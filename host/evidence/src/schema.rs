@@ -74,6 +74,18 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX scores_by_item ON scores(item_id, id);
     CREATE INDEX score_observations_by_observation ON score_observations(observation_id);
     "#,
+    // 3: leases, so that processes sharing a store run each attempt once.
+    // Not evidence: a row lives while its owner runs the attempt (renewed),
+    // is deleted when the owner is done, and an expired one (its owner died)
+    // is taken over. Times are unix milliseconds.
+    r#"
+    CREATE TABLE leases (
+        attempt_key  TEXT PRIMARY KEY NOT NULL,
+        owner        TEXT NOT NULL,
+        acquired_at  INTEGER NOT NULL,
+        expires_at   INTEGER NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -364,3 +364,113 @@ fn a_failed_first_score_rolls_its_observation_back() {
     );
     assert!(store.observation("obs-1").unwrap().is_none());
 }
+
+#[test]
+fn a_lease_is_taken_once_renewed_and_released_only_by_its_owner() {
+    let store = EvidenceStore::open_in_memory().unwrap();
+    let key = "k".repeat(64);
+    let ttl = std::time::Duration::from_secs(30);
+    assert_eq!(store.lease(&key).unwrap(), None);
+    assert!(store.try_acquire_lease(&key, "a", ttl).unwrap());
+    assert!(
+        !store.try_acquire_lease(&key, "b", ttl).unwrap(),
+        "a live lease was taken by another owner"
+    );
+    let held = store.lease(&key).unwrap().unwrap();
+    assert_eq!(held.owner, "a");
+    assert!(!held.is_expired_at(progscore_evidence::now_unix_ms()));
+    // Its owner taking it again extends it.
+    assert!(store.try_acquire_lease(&key, "a", ttl).unwrap());
+    assert!(store.renew_lease(&key, "a", ttl).unwrap());
+    assert!(!store.renew_lease(&key, "b", ttl).unwrap());
+    assert!(!store.release_lease(&key, "b").unwrap());
+    assert_eq!(store.lease(&key).unwrap().unwrap().owner, "a");
+    assert!(store.release_lease(&key, "a").unwrap());
+    assert_eq!(store.lease(&key).unwrap(), None);
+    assert!(!store.release_lease(&key, "a").unwrap());
+    assert!(!store.renew_lease(&key, "a", ttl).unwrap());
+    assert!(store.try_acquire_lease(&key, "b", ttl).unwrap());
+    // Another attempt's lease is independent.
+    assert!(store.try_acquire_lease(&"j".repeat(64), "a", ttl).unwrap());
+}
+
+#[test]
+fn an_expired_lease_is_taken_over_and_its_old_owner_cannot_renew_or_release_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("leases.db");
+    // Two connections, as two processes would have.
+    let dead = EvidenceStore::open(&path).unwrap();
+    let alive = EvidenceStore::open(&path).unwrap();
+    let key = "k".repeat(64);
+    let ttl = std::time::Duration::from_secs(30);
+    // A lease of no length has expired as soon as it was written.
+    assert!(
+        dead.try_acquire_lease(&key, "dead", std::time::Duration::ZERO)
+            .unwrap()
+    );
+    assert!(
+        alive
+            .lease(&key)
+            .unwrap()
+            .unwrap()
+            .is_expired_at(progscore_evidence::now_unix_ms())
+    );
+    assert!(alive.try_acquire_lease(&key, "alive", ttl).unwrap());
+    let held = alive.lease(&key).unwrap().unwrap();
+    assert_eq!(held.owner, "alive");
+    assert!(held.expires_at_ms > held.acquired_at_ms);
+    assert!(!dead.renew_lease(&key, "dead", ttl).unwrap());
+    assert!(!dead.release_lease(&key, "dead").unwrap());
+    assert!(!dead.try_acquire_lease(&key, "dead", ttl).unwrap());
+    assert_eq!(dead.lease(&key).unwrap().unwrap().owner, "alive");
+}
+
+#[test]
+fn an_expired_lease_of_another_attempt_is_removed_when_a_lease_is_taken() {
+    let store = EvidenceStore::open_in_memory().unwrap();
+    let (stale, other) = ("s".repeat(64), "o".repeat(64));
+    assert!(
+        store
+            .try_acquire_lease(&stale, "dead", std::time::Duration::ZERO)
+            .unwrap()
+    );
+    assert!(
+        store
+            .try_acquire_lease(&other, "a", std::time::Duration::from_secs(30))
+            .unwrap()
+    );
+    assert_eq!(store.lease(&stale).unwrap(), None);
+    assert!(store.lease(&other).unwrap().is_some());
+}
+
+#[test]
+fn of_many_owners_racing_for_a_free_lease_exactly_one_gets_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("race.db");
+    drop(EvidenceStore::open(&path).unwrap());
+    let key = "k".repeat(64);
+    let barrier = std::sync::Barrier::new(8);
+    let won: usize = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let (path, key, barrier) = (&path, &key, &barrier);
+                scope.spawn(move || {
+                    let store = EvidenceStore::open(path).unwrap();
+                    barrier.wait();
+                    store
+                        .try_acquire_lease(
+                            key,
+                            &format!("owner-{i}"),
+                            std::time::Duration::from_secs(30),
+                        )
+                        .unwrap()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| usize::from(h.join().unwrap()))
+            .sum()
+    });
+    assert_eq!(won, 1);
+}

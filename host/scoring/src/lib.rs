@@ -60,7 +60,7 @@ pub use request::{
     ObservationRef, ProgramInput, ReplayRequest, Rescore, RescoreRequest, Score, ScoreRequest,
 };
 pub use scorer::ProgramExecutionScorer;
-pub use source::{Evidence, EvidenceUse, ProgramExecutionSource};
+pub use source::{DEFAULT_LEASE_TTL, Evidence, EvidenceUse, ProgramExecutionSource};
 pub use verdict::{CaseReport, ReasonKind, Verdict, evaluate};
 
 /// The evidence store this crate records into.

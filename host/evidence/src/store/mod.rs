@@ -1,6 +1,7 @@
 //! The SQLite store itself: opening, migrations and the connection; one
 //! module per table family.
 
+mod leases;
 mod observations;
 mod programs;
 mod scores;
@@ -13,6 +14,8 @@ use std::time::{Duration, SystemTime};
 use progscore_sandbox::{Invocation, ProgramRun, canonical_json, sha256_hex};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, params_from_iter};
+
+pub use leases::{Lease, now_unix_ms};
 
 use crate::error::StoreError;
 use crate::record::{

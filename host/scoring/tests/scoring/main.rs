@@ -6,6 +6,7 @@
 mod common;
 mod doc_flow;
 mod faults;
+mod leases;
 mod replay;
 mod rescore;
 mod reuse;
