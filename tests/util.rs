@@ -129,3 +129,16 @@ pub fn stdout(output: &Output) -> String {
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// An `expected-verdicts.txt` (`ID VERDICT` per line, `#` comments) as a map.
+pub fn documented_verdicts(path: &Path) -> std::collections::BTreeMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (id, v) = l.split_once(' ').expect("`ID VERDICT`");
+            (id.to_string(), v.to_string())
+        })
+        .collect()
+}

@@ -16,15 +16,7 @@ fn square_item(id: &str, expected: &str) -> String {
 }
 
 fn documented_verdicts() -> BTreeMap<String, String> {
-    std::fs::read_to_string(examples().join("expected-verdicts.txt"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| {
-            let (id, v) = l.split_once(' ').unwrap();
-            (id.to_string(), v.to_string())
-        })
-        .collect()
+    progscore_e2e::documented_verdicts(&examples().join("expected-verdicts.txt"))
 }
 
 /// The same batch with its Docker profiles swapped for the daemonless OCI
