@@ -70,10 +70,37 @@ impl Workspace {
 
 impl Workspace {
     /// The build folder for `profile`'s compile, owned by the user it runs
-    /// as; `None` when the profile compiles nothing.
+    /// as; `None` when the profile compiles nothing. Refused (nothing runs)
+    /// when the host's filesystem holding it is nearly full: a compiler
+    /// failing on the host's disk must not look like the program's failure.
     pub fn build_dir_for(&self, profile: &RuntimeProfile) -> Result<Option<PathBuf>, SandboxError> {
         if profile.compile.is_none() {
             return Ok(None);
+        }
+        let Some(dir) = &self.dir else {
+            return Err(SandboxError::Setup {
+                message: "the workspace was removed".into(),
+            });
+        };
+        match free_bytes(dir.path()) {
+            Ok(free) if free >= BUILD_DISK_HEADROOM => {}
+            Ok(free) => {
+                return Err(SandboxError::Setup {
+                    message: format!(
+                        "the filesystem holding {} has {} bytes free; a compile needs at least {BUILD_DISK_HEADROOM}: free some space",
+                        dir.path().display(),
+                        free
+                    ),
+                });
+            }
+            Err(e) => {
+                return Err(SandboxError::Setup {
+                    message: format!(
+                        "cannot tell the free space of {}: {e}",
+                        dir.path().display()
+                    ),
+                });
+            }
         }
         let (uid, gid) = profile.user_ids();
         self.create_build_dir(uid, gid)
@@ -84,25 +111,78 @@ impl Workspace {
     }
 }
 
+/// Free space the build folder's filesystem must have for a compile to
+/// start, and below which a failed compile is not blamed on the program.
+pub const BUILD_DISK_HEADROOM: u64 = 64 << 20;
+
 /// The compile's record from its container's event: with the build folder's
 /// hash when the compiler exited 0 (a folder that cannot be read makes the
 /// compile a sandbox error: nothing is known about the program then).
-pub fn compile_event(mut event: InvocationEvent, build_dir: &Path) -> CompileEvent {
+pub fn compile_event(event: InvocationEvent, build_dir: &Path) -> CompileEvent {
+    let compiler_failed = matches!(event.outcome, Outcome::Exited { exit_code } if exit_code != 0);
+    // Only asked when it matters: after a compiler that failed.
+    let free = compiler_failed.then(|| free_bytes(build_dir));
+    judge_compile(event, build_dir, free)
+}
+
+/// [`compile_event`], given the build filesystem's free space after a
+/// failed compiler (`None` when the compiler did not fail).
+fn judge_compile(
+    mut event: InvocationEvent,
+    build_dir: &Path,
+    free_after_failure: Option<std::io::Result<u64>>,
+) -> CompileEvent {
     let mut artifact_sha256 = None;
-    if matches!(event.outcome, Outcome::Exited { exit_code: 0 }) {
-        match tree_sha256(build_dir) {
+    match (&event.outcome, free_after_failure) {
+        (Outcome::Exited { exit_code: 0 }, _) => match tree_sha256(build_dir) {
             Ok(sha256) => artifact_sha256 = Some(sha256),
             Err(e) => {
                 event.outcome = Outcome::SandboxError {
                     message: format!("cannot read the build folder {}: {e}", build_dir.display()),
                 }
             }
+        },
+        // A linker that could not write its output to a full host disk
+        // fails like a program that does not compile: undecided, then.
+        (Outcome::Exited { exit_code }, Some(free)) => {
+            let short = match free {
+                Ok(free) if free >= BUILD_DISK_HEADROOM => None,
+                Ok(free) => Some(format!("had {free} bytes free")),
+                Err(e) => Some(format!("could not be checked ({e})")),
+            };
+            if let Some(short) = short {
+                event.outcome = Outcome::SandboxError {
+                    message: format!(
+                        "the compiler exited with code {exit_code} while the host's filesystem holding the build folder {short}: the host, not the program, may have failed it"
+                    ),
+                };
+            }
         }
+        _ => {}
     }
     CompileEvent {
         event,
         artifact_sha256,
     }
+}
+
+/// Bytes an unprivileged writer may still use on the filesystem of `path`.
+fn free_bytes(path: &Path) -> std::io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `path` is a NUL-terminated string and `stat` is writable
+    // memory of the right type; statvfs fills it on success.
+    let stat = unsafe {
+        if libc::statvfs(path.as_ptr(), stat.as_mut_ptr()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        stat.assume_init()
+    };
+    // Both are u64 on 64-bit targets only.
+    #[allow(clippy::useless_conversion)]
+    let free = u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize));
+    Ok(free)
 }
 
 /// sha256 of a folder's contents: every entry, in path order, by relative
@@ -151,6 +231,40 @@ pub fn tree_sha256(root: &Path) -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn failed_with(exit_code: i64) -> InvocationEvent {
+        InvocationEvent {
+            outcome: Outcome::Exited { exit_code },
+            ..InvocationEvent::not_run("")
+        }
+    }
+
+    #[test]
+    fn a_compiler_failing_on_a_nearly_full_host_disk_is_not_the_programs_failure() {
+        let build = tempfile::tempdir().unwrap();
+        let ample = judge_compile(failed_with(1), build.path(), Some(Ok(BUILD_DISK_HEADROOM)));
+        assert_eq!(ample.event.outcome, Outcome::Exited { exit_code: 1 });
+        let full = judge_compile(failed_with(1), build.path(), Some(Ok(8 << 20)));
+        let Outcome::SandboxError { message } = &full.event.outcome else {
+            panic!("{full:?}");
+        };
+        assert!(message.contains("8388608 bytes free"), "{message}");
+        // The case events are then not_run: the verdict is undetermined.
+        assert!(full.case_event().unwrap().outcome.is_unproven());
+        let unknown = judge_compile(
+            failed_with(1),
+            build.path(),
+            Some(Err(std::io::Error::other("gone"))),
+        );
+        assert!(matches!(
+            unknown.event.outcome,
+            Outcome::SandboxError { .. }
+        ));
+        // This machine's own temporary folder has room.
+        assert!(free_bytes(build.path()).unwrap() > 0);
+        let built = judge_compile(failed_with(0), build.path(), None);
+        assert!(built.artifact_sha256.is_some());
+    }
 
     #[test]
     fn the_tree_hash_sees_bytes_names_modes_and_nesting() {
