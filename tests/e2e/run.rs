@@ -200,7 +200,7 @@ fn profiles_and_doctor_describe_the_setup() {
     let report = json(&output);
     assert_eq!(report["ok"], true);
     assert!(
-        report["docker"]["runtimes"]
+        report["docker"][0]["runtimes"]
             .as_array()
             .unwrap()
             .iter()

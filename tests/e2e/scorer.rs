@@ -296,10 +296,8 @@ async fn truncated_output_under_a_128_byte_cap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_engine_is_refused_not_false() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = engine_with(DockerOptions {
-        socket: dir.path().join("no-engine.sock"),
-        ..DockerOptions::default()
-    });
+    let engine =
+        engine_with(DockerOptions::default().with_socket(dir.path().join("no-engine.sock")));
     let refused = engine
         .scorer
         .score(inline(SQUARE, expect("python", &[(&["3"], "9")])))

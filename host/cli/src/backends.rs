@@ -110,8 +110,14 @@ impl Backends {
         self.docker.as_ref().map(DockerClient::owner_dir)
     }
 
-    /// The Docker engine's report, when a profile uses Docker.
-    pub async fn docker_report(&self) -> Option<EngineReport> {
+    /// How many programs the Docker engines take at once in all, when a
+    /// profile uses Docker and every engine is bounded (after a preflight).
+    pub fn docker_capacity(&self) -> Option<usize> {
+        self.docker.as_ref().and_then(DockerClient::capacity)
+    }
+
+    /// Each Docker engine's report, when a profile uses Docker.
+    pub async fn docker_report(&self) -> Option<Vec<EngineReport>> {
         match &self.docker {
             Some(docker) => Some(docker.diagnose().await),
             None => None,

@@ -28,14 +28,18 @@ pub struct Config {
     pub oci: progscore_oci::OciOptions,
 }
 
-/// The `[docker]` section: bounds on the engine's work, never the program's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The `[docker]` section (bounds on the engines' work, never the
+/// program's) and the `[engines]` tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DockerSettings {
     /// Bound on each engine request (`engine_timeout`, default 2m).
     pub engine_timeout: Duration,
-    /// How long a run waits for an engine that stopped answering
+    /// How long a run waits for engines that stopped answering
     /// (`outage_wait`, default 2m).
     pub outage_wait: Duration,
+    /// The configured engines, in the file's order; empty: the implicit
+    /// one (`DOCKER_HOST` or the local socket).
+    pub engines: Vec<progscore_docker::EngineOptions>,
 }
 
 impl Default for DockerSettings {
@@ -43,17 +47,25 @@ impl Default for DockerSettings {
         DockerSettings {
             engine_timeout: progscore_docker::DEFAULT_ENGINE_TIMEOUT,
             outage_wait: progscore_docker::DEFAULT_OUTAGE_WAIT,
+            engines: Vec::new(),
         }
     }
 }
 
 impl DockerSettings {
-    /// The Docker backend's options: these bounds, the rest as default.
+    /// The Docker backend's options: these bounds and engines, the rest as
+    /// default.
     pub fn options(&self) -> progscore_docker::DockerOptions {
+        let defaults = progscore_docker::DockerOptions::default();
         progscore_docker::DockerOptions {
             engine_timeout: self.engine_timeout,
             outage_wait: self.outage_wait,
-            ..progscore_docker::DockerOptions::default()
+            engines: if self.engines.is_empty() {
+                defaults.engines.clone()
+            } else {
+                self.engines.clone()
+            },
+            ..defaults
         }
     }
 }
@@ -108,6 +120,27 @@ struct ConfigFile {
     docker: DockerSection,
     #[serde(default)]
     oci: OciSection,
+    /// Kept in the file's order: the first engine is preferred when engines
+    /// are equally free.
+    #[serde(default)]
+    engines: toml::Table,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EngineSection {
+    url: String,
+    tls: Option<TlsSection>,
+    ssh_key: Option<PathBuf>,
+    capacity: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TlsSection {
+    ca: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
 }
 
 #[derive(Deserialize, Default)]
@@ -123,6 +156,8 @@ struct OciSection {
 struct DockerSection {
     engine_timeout: Option<String>,
     outage_wait: Option<String>,
+    /// Programs per CPU an engine reports, for engines without `capacity`.
+    calls_per_cpu: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -227,6 +262,46 @@ impl Config {
                     ),
                 })?;
         }
+        docker.engines =
+            parse_engines(&shown, text, base, &file.engines, file.docker.calls_per_cpu)?;
+        if let Some(per_cpu) = file.docker.calls_per_cpu
+            && per_cpu == 0
+        {
+            return Err(ConfigError::Profile {
+                location: locate(&shown, text, "docker"),
+                message: "docker.calls_per_cpu = 0: give at least 1".into(),
+            });
+        }
+        for profile in &profiles {
+            let unknown = profile
+                .engines
+                .iter()
+                .find(|name| !docker.engines.iter().any(|e| &e.name == *name));
+            let problem = match unknown {
+                _ if file.profiles[&profile.name].engines.as_ref().is_some_and(Vec::is_empty) => {
+                    Some("`engines = []` names no engine: name at least one, or remove it to use every engine".to_string())
+                }
+                Some(name) if docker.engines.is_empty() => Some(format!(
+                    "`engines` names `{name}`, but the config has no [engines] table"
+                )),
+                Some(name) => Some(format!(
+                    "`engines` names `{name}`, which is not configured (configured: {})",
+                    docker
+                        .engines
+                        .iter()
+                        .map(|e| e.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                None => None,
+            };
+            if let Some(problem) = problem {
+                return Err(ConfigError::Profile {
+                    location: locate(&shown, text, &format!("profiles.{}", profile.name)),
+                    message: format!("profile `{}`: {problem}", profile.name),
+                });
+            }
+        }
         let mut oci = progscore_oci::OciOptions::default();
         if let Some(cache) = file.oci.image_cache {
             oci.image_cache = if cache.is_absolute() {
@@ -269,6 +344,62 @@ impl Config {
     pub fn profile(&self, name: &str) -> Option<&RuntimeProfile> {
         self.profiles.iter().find(|p| p.name == name)
     }
+}
+
+/// The `[engines.NAME]` tables, in the file's order, checked.
+fn parse_engines(
+    shown: &str,
+    text: &str,
+    base: &Path,
+    tables: &toml::Table,
+    calls_per_cpu: Option<usize>,
+) -> Result<Vec<progscore_docker::EngineOptions>, ConfigError> {
+    let resolve = |path: PathBuf| {
+        if path.is_absolute() {
+            path
+        } else {
+            base.join(path)
+        }
+    };
+    let mut engines = Vec::new();
+    for (name, value) in tables {
+        let location = || locate(shown, text, &format!("engines.{name}"));
+        let refuse = |message: String| ConfigError::Profile {
+            location: location(),
+            message: format!("engine `{name}`: {message}"),
+        };
+        let section: EngineSection =
+            serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+                let path = e.path().to_string();
+                let field = if path == "." {
+                    String::new()
+                } else {
+                    format!("{path}: ")
+                };
+                refuse(format!("{field}{}", e.into_inner()))
+            })?;
+        let tls = section.tls.map(|tls| progscore_docker::TlsFiles {
+            ca: resolve(tls.ca),
+            cert: resolve(tls.cert),
+            key: resolve(tls.key),
+        });
+        let endpoint =
+            progscore_docker::Endpoint::parse(&section.url, tls, section.ssh_key.map(resolve))
+                .map_err(|e| refuse(format!("url: {e}")))?;
+        let capacity = match section.capacity {
+            Some(0) => return Err(refuse("capacity = 0: give at least 1".into())),
+            Some(n) => progscore_docker::Capacity::Fixed(n),
+            None => progscore_docker::Capacity::PerCpu(
+                calls_per_cpu.unwrap_or(progscore_docker::DEFAULT_CALLS_PER_CPU),
+            ),
+        };
+        engines.push(progscore_docker::EngineOptions {
+            name: name.clone(),
+            endpoint,
+            capacity,
+        });
+    }
+    Ok(engines)
 }
 
 /// `file:line` of a table header such as `[profiles.python]`, or the file alone.

@@ -44,6 +44,8 @@ pub struct Session {
     pub replayer: Replayer,
     /// Runs programs and scores them; `None` for an offline session.
     pub scorer: Option<ProgramExecutionScorer>,
+    /// The backends the scorer runs programs with; `None` offline.
+    pub backends: Option<Arc<Backends>>,
 }
 
 impl Session {
@@ -68,23 +70,27 @@ impl Session {
             as_comparator.clone(),
             config.profiles.clone(),
         );
-        let scorer = if let Some(workers) = executing {
+        let (scorer, backends) = if let Some(workers) = executing {
             let backends = Arc::new(Backends::build(
                 config.profiles.clone(),
                 config.docker.options(),
                 config.oci.clone(),
                 workers,
             )?);
-            let source = ProgramExecutionSource::new(backends, store.clone());
-            Some(ProgramExecutionScorer::new(source, as_comparator))
+            let source = ProgramExecutionSource::new(backends.clone(), store.clone());
+            (
+                Some(ProgramExecutionScorer::new(source, as_comparator)),
+                Some(backends),
+            )
         } else {
-            None
+            (None, None)
         };
         Ok(Session {
             store,
             comparators,
             replayer,
             scorer,
+            backends,
         })
     }
 }

@@ -3,24 +3,21 @@
 //! confirmed, or after the engine came back), and the engine's readiness.
 //! One concern, kept whole: how a call survives the engine's faults.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bollard::{API_DEFAULT_VERSION, Docker};
 use progscore_sandbox::{
     Backend, BoxFuture, CompileEvent, Invocation, InvocationEvent, Outcome, Owner, Preflight,
     ProgramRun, RuntimeProfile, SandboxClient, SandboxError, Stage, sha256_hex,
 };
-use tokio::sync::{Mutex, OnceCell, RwLock};
+use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{self, EngineFacts, EngineReport, ImageFacts, ProfileCheck};
-use crate::health::{EngineHealth, Unavailable};
-use crate::invocation::{self, InvocationContext, Leftover, Next};
+use crate::engine::{self, EngineReport, ProfileCheck};
+use crate::health::Unavailable;
+use crate::invocation::{self, InvocationContext, Next};
 use crate::options::{DockerOptions, OWNER_KIND};
-use crate::sweep::{list_owned, sweep_dead_owners};
-use progscore_container::Cgroups;
+use crate::pool::{Lease, NoEngine, Pool, PooledEngine};
 use progscore_container::{Load, Slot};
 use progscore_container::{Workspace, compile_event};
 use progscore_container::{shut_down, spawn_guarded};
@@ -28,7 +25,21 @@ use progscore_container::{shut_down, spawn_guarded};
 /// How many times one invocation runs again after the engine dropped it.
 const MAX_OUTAGE_RERUNS: usize = 2;
 
-/// Runs programs in fresh hardened containers of a local Docker engine.
+/// How many times a program moves to another engine after the one running
+/// it stopped answering.
+const MAX_MOVES: usize = 2;
+
+/// Why a program's run on one engine ended without a run.
+enum CallFault {
+    /// No engine can run it (the message says why).
+    Unavailable(SandboxError),
+    /// Its engine stopped answering and another can take it: run it again
+    /// there, from the start (the text says what was lost).
+    Moved(String),
+}
+
+/// Runs programs in fresh hardened containers of one or more local Docker
+/// engines.
 pub struct DockerClient {
     inner: Arc<Inner>,
     runtime: Option<tokio::runtime::Runtime>,
@@ -37,31 +48,22 @@ pub struct DockerClient {
 struct Inner {
     options: DockerOptions,
     profiles: Vec<RuntimeProfile>,
-    owner: Owner,
-    engine: OnceCell<Engine>,
-    images: Mutex<HashMap<String, ImageFacts>>,
-    health: EngineHealth,
-    /// Programs of this client inside their window.
+    /// The engines, and this client's owner.
+    pool: Arc<Pool>,
+    /// Programs of this client inside their window, on every engine.
     load: Load,
     /// Shared by every invocation; taken exclusively to confirm a timeout
-    /// with no other program of this client running.
+    /// with no other program of this client running on any engine (engines
+    /// may share a host).
     schedule: RwLock<()>,
-    /// Containers the engine could not remove while it was gone.
-    leftovers: std::sync::Mutex<Vec<Leftover>>,
-}
-
-struct Engine {
-    docker: Docker,
-    facts: EngineFacts,
-    cgroups: Option<Cgroups>,
 }
 
 impl DockerClient {
     /// A client for these profiles (only `backend = "docker"` ones are
     /// accepted by `execute`). It registers its owner under
-    /// [`DockerOptions::owner_root`] at once; the engine is contacted on first
-    /// use (when containers and workspaces of dead progscore processes are
-    /// swept first), so a client can be built while the engine is down.
+    /// [`DockerOptions::owner_root`] at once; the engines are contacted on
+    /// first use (when containers and workspaces of dead progscore processes
+    /// are swept first), so a client can be built while they are down.
     pub fn new(
         profiles: Vec<RuntimeProfile>,
         options: DockerOptions,
@@ -78,17 +80,18 @@ impl DockerClient {
             .map_err(|e| SandboxError::Setup {
                 message: format!("cannot start the Docker client's runtime: {e}"),
             })?;
+        if options.engines.is_empty() {
+            return Err(SandboxError::Setup {
+                message: "the Docker client was given no engine".into(),
+            });
+        }
         Ok(DockerClient {
             inner: Arc::new(Inner {
-                health: EngineHealth::new(options.endpoint(), options.outage_wait),
+                pool: Arc::new(Pool::new(&options, owner)),
                 options,
                 profiles,
-                owner,
-                engine: OnceCell::new(),
-                images: Mutex::new(HashMap::new()),
                 load: Load::default(),
                 schedule: RwLock::new(()),
-                leftovers: std::sync::Mutex::new(Vec::new()),
             }),
             runtime: Some(runtime),
         })
@@ -96,57 +99,88 @@ impl DockerClient {
 
     /// The owner label value of this client's containers.
     pub fn owner(&self) -> &str {
-        self.inner.owner.name()
+        self.inner.pool.owner.name()
     }
 
     /// This client's private folder (its workspaces live below it).
     pub fn owner_dir(&self) -> &std::path::Path {
-        self.inner.owner.dir()
+        self.inner.pool.owner.dir()
     }
 
-    /// Checks the engine and every Docker profile, as `progscore doctor` shows.
-    pub async fn diagnose(&self) -> EngineReport {
+    /// How many programs the engines take at once in all, when every one is
+    /// bounded (read after a preflight: an engine's CPUs are known once it
+    /// was reached).
+    pub fn capacity(&self) -> Option<usize> {
+        self.inner.pool.capacity()
+    }
+
+    /// Checks every engine and every Docker profile on it, as `progscore
+    /// doctor` shows: one report per engine.
+    pub async fn diagnose(&self) -> Vec<EngineReport> {
         let inner = self.inner.clone();
         let task = self.spawn(async move {
-            let engine = inner.engine().await.map(|engine| engine.facts.clone());
-            let mut checks = Vec::new();
-            for profile in inner
-                .profiles
-                .iter()
-                .filter(|p| p.backend == Backend::Docker)
-            {
-                let check = match &engine {
-                    Err(err) => Err(err.clone()),
-                    Ok(_) => inner.preflight(profile).await.map(|found| found.detail),
+            let contact = inner.pool.contact().await;
+            let mut reports = Vec::new();
+            for (index, pooled) in inner.pool.engines.iter().enumerate() {
+                let reached = match (&contact, pooled.connected()) {
+                    (_, Some(engine)) => Ok(engine.facts.clone()),
+                    (Err(err), None) => Err(err.clone()),
+                    (Ok(()), None) => Err(SandboxError::EngineUnavailable {
+                        message: pooled
+                            .health
+                            .outage()
+                            .map(|(_, cause)| cause)
+                            .unwrap_or_else(|| "not reached".into()),
+                    }),
                 };
-                checks.push(ProfileCheck {
-                    profile: profile.name.clone(),
-                    ok: check.is_ok(),
-                    detail: check.unwrap_or_else(|err| err.to_string()),
-                });
+                let mut checks = Vec::new();
+                for profile in inner.profiles.iter().filter(|p| {
+                    p.backend == Backend::Docker
+                        && (p.engines.is_empty() || p.engines.iter().any(|e| e == pooled.name()))
+                }) {
+                    let check = match &reached {
+                        Err(err) => Err(err.clone()),
+                        Ok(_) => inner
+                            .pool
+                            .check(index, profile)
+                            .await
+                            .map(|(runtime, image)| {
+                                format!(
+                                    "image {} (id {}), runtime {runtime}",
+                                    profile.image().map(|i| i.to_string()).unwrap_or_default(),
+                                    image.image_id
+                                )
+                            }),
+                    };
+                    checks.push(ProfileCheck {
+                        profile: profile.name.clone(),
+                        ok: check.is_ok(),
+                        detail: check.unwrap_or_else(|err| err.to_string()),
+                    });
+                }
+                reports.push(engine::report(pooled, reached.as_ref(), checks));
             }
-            engine::report(engine.as_ref(), checks)
+            reports
         });
         match task.await {
-            Ok(report) => report,
-            Err(err) => engine::report(
+            Ok(reports) => reports,
+            Err(err) => vec![engine::report(
+                &self.inner.pool.engines[0],
                 Err(&SandboxError::Setup {
                     message: err.to_string(),
                 }),
                 Vec::new(),
-            ),
+            )],
         }
     }
 
-    /// Names of this client's containers that still exist (should be none
-    /// between calls).
+    /// Names of this client's containers that still exist on any engine
+    /// (should be none between calls).
     pub async fn owned_containers(&self) -> Result<Vec<String>, SandboxError> {
         let inner = self.inner.clone();
         let task = self.spawn(async move {
-            let engine = inner.engine().await?;
-            list_owned(&engine.docker, inner.owner.name())
-                .await
-                .map(|containers| containers.into_iter().map(|(_, name)| name).collect())
+            inner.pool.contact().await?;
+            inner.pool.owned(inner.pool.owner.name()).await
         });
         task.await.map_err(|e| SandboxError::Setup {
             message: e.to_string(),
@@ -170,28 +204,27 @@ impl DockerClient {
 }
 
 impl DockerClient {
-    /// One last try at the containers the engine would not remove during
+    /// One last try at the containers the engines would not remove during
     /// the calls (bounded by the engine timeout per container); what still
     /// fails is left to the next start's sweep, which finds this owner dead.
     fn remove_leftovers_before_leaving(&self, runtime: &tokio::runtime::Runtime) {
-        let pending = !self
-            .inner
-            .leftovers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_empty();
-        let Some(engine) = self.inner.engine.get().filter(|_| pending) else {
+        let pool = &self.inner.pool;
+        if !pool.engines.iter().any(PooledEngine::has_leftovers) {
             return;
-        };
-        let inner = self.inner.clone();
-        let docker = engine.docker.clone();
+        }
+        let pool = Arc::clone(pool);
+        let engine_timeout = self.inner.options.engine_timeout;
         let handle = runtime.handle().clone();
         // A thread of its own: the drop may run inside the caller's runtime.
         let removing = std::thread::spawn(move || {
             handle.block_on(async {
-                for warning in inner.remove_leftovers(&docker).await {
-                    tracing::warn!("{warning}");
+                for engine in &pool.engines {
+                    let (warnings, _) = engine.remove_leftovers(&pool.owner, engine_timeout).await;
+                    for warning in warnings {
+                        tracing::warn!("{warning}");
+                    }
                 }
+                pool.forget_leftovers_if_none();
             })
         });
         let _ = removing.join();
@@ -207,8 +240,11 @@ impl Drop for DockerClient {
             self.remove_leftovers_before_leaving(&runtime);
             shut_down(runtime);
         }
-        if let Some(cgroups) = self.inner.engine.get().and_then(|e| e.cgroups.as_ref()) {
-            cgroups.release_owner(self.inner.owner.name());
+        let pool = &self.inner.pool;
+        for engine in pool.engines.iter().filter_map(PooledEngine::connected) {
+            if let Some(cgroups) = &engine.cgroups {
+                cgroups.release_owner(pool.owner.name());
+            }
         }
     }
 }
@@ -257,53 +293,6 @@ impl SandboxClient for DockerClient {
 }
 
 impl Inner {
-    async fn engine(&self) -> Result<&Engine, SandboxError> {
-        self.engine
-            .get_or_try_init(|| async {
-                let endpoint = self.options.endpoint();
-                let socket = self.options.socket.display().to_string();
-                let timeout = self.options.engine_timeout.as_secs().max(1);
-                let unreachable = |e: bollard::errors::Error| SandboxError::EngineUnavailable {
-                    message: format!(
-                        "cannot reach the Docker engine at {endpoint}: {}; is dockerd running? \
-                         (scripts/setup.sh starts it)",
-                        engine::cause(&e)
-                    ),
-                };
-                let docker = Docker::connect_with_unix(&socket, timeout, API_DEFAULT_VERSION)
-                    .map_err(unreachable)?
-                    .negotiate_version()
-                    .await
-                    .map_err(unreachable)?;
-                let facts = EngineFacts::read(&docker).await?;
-                let cgroups = Cgroups::discover(
-                    facts.cgroup_driver.as_deref(),
-                    facts.cgroup_version.as_deref(),
-                );
-                if cgroups.is_none() {
-                    tracing::warn!(
-                        "cannot find the engine's cgroups from this process (driver {:?}): CPU \
-                         time and peak memory are not measured, and timeouts under load are \
-                         confirmed by running alone",
-                        facts.cgroup_driver
-                    );
-                }
-                let engine = Engine {
-                    docker,
-                    facts,
-                    cgroups,
-                };
-                sweep_dead_owners(
-                    &self.options.owner_root,
-                    &engine.docker,
-                    engine.cgroups.as_ref(),
-                )
-                .await;
-                Ok(engine)
-            })
-            .await
-    }
-
     fn docker_profile(&self, name: &str) -> Result<&RuntimeProfile, SandboxError> {
         let profile = self
             .profiles
@@ -319,71 +308,95 @@ impl Inner {
         Ok(profile)
     }
 
-    async fn image_facts(
-        &self,
-        docker: &Docker,
-        profile: &RuntimeProfile,
-    ) -> Result<ImageFacts, SandboxError> {
-        if let Some(facts) = self.images.lock().await.get(&profile.name) {
-            return Ok(facts.clone());
-        }
-        let facts = engine::check_image(docker, profile).await?;
-        self.images
-            .lock()
-            .await
-            .insert(profile.name.clone(), facts.clone());
-        Ok(facts)
-    }
-
-    /// Everything a run of `profile` needs from the engine, checked.
-    async fn ready(&self, profile: &RuntimeProfile) -> Result<(&Engine, ImageFacts), SandboxError> {
-        let engine = self.engine().await?;
-        engine.facts.require_limits()?;
-        engine.facts.require_runtime(profile)?;
-        if profile.limits.cpu_time_ms.is_some() && engine.cgroups.is_none() {
-            return Err(SandboxError::EngineUnsupported {
-                missing: format!("profile `{}`'s limits.cpu_time", profile.name),
-                hint: "progscore reads CPU time from the engine's cgroups, which it cannot find \
-                       from this process (the engine must be local, use the cgroupfs driver, \
-                       and share this process's cgroup view); remove limits.cpu_time or run \
-                       progscore beside the engine"
-                    .into(),
-            });
-        }
-        let image = self.image_facts(&engine.docker, profile).await?;
-        Ok((engine, image))
-    }
-
+    /// Checks the profile on every engine it may use; it passes when one
+    /// engine can run it, and every engine that can runs it alike.
     async fn preflight(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
-        let (engine, image) = self.ready(profile).await?;
-        if self.health.is_down() {
-            return Err(SandboxError::EngineUnavailable {
-                message: format!(
-                    "the Docker engine at {} is not answering",
-                    self.options.endpoint()
-                ),
-            });
-        }
-        let runtime = engine.facts.runtime_for(profile);
-        let mut found = Preflight::of(
-            profile,
-            format!(
-                "image {} (id {}), runtime {runtime}, {}",
-                profile.image().map(|i| i.to_string()).unwrap_or_default(),
-                image.image_id,
-                if engine.cgroups.is_some() {
-                    "CPU time and memory measured"
-                } else {
-                    "nothing measured (cgroups not visible)"
+        let pool = &self.pool;
+        pool.contact().await?;
+        let mut passed = Vec::new();
+        let mut refused = Vec::new();
+        let mut down = Vec::new();
+        for index in pool.candidates(profile) {
+            let engine = &pool.engines[index];
+            if engine.connected().is_none() {
+                down.push(index);
+                continue;
+            }
+            match pool.check(index, profile).await {
+                Ok((runtime, image)) if !engine.health.is_down() => {
+                    passed.push((index, runtime, image));
                 }
-            ),
+                Ok(_) => down.push(index),
+                Err(err) => {
+                    if pool.is_pool() {
+                        tracing::warn!(
+                            "profile `{}` will not run on the Docker engine {}: {err}",
+                            profile.name,
+                            engine.health.described()
+                        );
+                    }
+                    refused.push(err);
+                }
+            }
+        }
+        let Some((_, runtime, image)) = passed.first().cloned() else {
+            if let Some(err) = refused.into_iter().next() {
+                return Err(err);
+            }
+            let engines: Vec<&str> = down
+                .iter()
+                .map(|&i| pool.engines[i].health.described())
+                .collect();
+            return Err(SandboxError::EngineUnavailable {
+                message: if engines.is_empty() {
+                    format!(
+                        "profile `{}` names no configured Docker engine",
+                        profile.name
+                    )
+                } else {
+                    format!("the Docker engine {} is not answering", engines.join(", "))
+                },
+            });
+        };
+        let first = &pool.engines[passed[0].0];
+        let measured = first.connected().is_some_and(|e| e.cgroups.is_some());
+        let mut detail = format!(
+            "image {} (id {}), runtime {runtime}, {}",
+            profile.image().map(|i| i.to_string()).unwrap_or_default(),
+            image.image_id,
+            if measured {
+                "CPU time and memory measured"
+            } else {
+                "nothing measured (cgroups not visible)"
+            }
         );
-        // What runs when the profile names no runtime is the engine's default:
-        // the attempt's fingerprint says which.
+        if pool.is_pool() {
+            let engines: Vec<String> = passed
+                .iter()
+                .map(|(i, _, _)| {
+                    let engine = &pool.engines[*i];
+                    match engine.capacity() {
+                        Some(n) => format!("{} ({n} at once)", engine.name()),
+                        None => engine.name().to_string(),
+                    }
+                })
+                .collect();
+            detail.push_str(&format!("; engines {}", engines.join(", ")));
+            if !down.is_empty() {
+                let names: Vec<&str> = down.iter().map(|&i| pool.engines[i].name()).collect();
+                detail.push_str(&format!(" (down now: {})", names.join(", ")));
+            }
+        }
+        let mut found = Preflight::of(profile, detail);
+        // What runs when the profile names no runtime is the engine's default
+        // (the same on every engine of the profile): the fingerprint says which.
         found.fingerprint["runtime"] = serde_json::Value::String(runtime);
         Ok(found)
     }
 
+    /// The program on the freest engine that can run it; again from the
+    /// start on another engine when its engine stops answering and another
+    /// can take it.
     async fn run(
         &self,
         program: &[u8],
@@ -393,29 +406,107 @@ impl Inner {
     ) -> Result<ProgramRun, SandboxError> {
         let profile = self.docker_profile(profile_name)?;
         profile.check_invocations(invocations)?;
-        let engine = self.engine().await?;
-        // An engine known to be down: wait for it rather than burn this program.
-        self.wait_for_engine(&engine.docker, token).await?;
-        let (engine, image) = self.ready(profile).await?;
-        let mut warnings = self.remove_leftovers(&engine.docker).await;
-        let workspace =
-            Workspace::create(self.owner.dir(), program).map_err(|e| SandboxError::Setup {
+        self.pool.contact().await?;
+        let mut moves: Vec<String> = Vec::new();
+        loop {
+            let lease = match self.pool.acquire(profile, token).await {
+                Ok(lease) => lease,
+                Err(NoEngine::Error(error)) => return Err(error),
+                Err(NoEngine::Cancelled) => {
+                    return Err(SandboxError::Setup {
+                        message: "the call was cancelled while it waited for an engine".into(),
+                    });
+                }
+            };
+            match self
+                .run_on(&lease, program, profile, invocations, token)
+                .await
+            {
+                Ok(mut run) => {
+                    let moved = moves.iter().map(|lost| {
+                        format!("{lost}; the program ran again from the start on another engine")
+                    });
+                    run.sandbox_warnings.splice(0..0, moved);
+                    return Ok(run);
+                }
+                Err(CallFault::Unavailable(error)) => return Err(error),
+                Err(CallFault::Moved(lost)) => {
+                    drop(lease);
+                    moves.push(lost);
+                    if moves.len() > MAX_MOVES {
+                        // Nothing of it is evidence: every case unproven.
+                        let reason = format!(
+                            "the engines running this program stopped answering {} times: {}",
+                            moves.len(),
+                            moves.join("; ")
+                        );
+                        return Ok(ProgramRun {
+                            profile: profile.name.clone(),
+                            program_sha256: sha256_hex(program),
+                            events: invocations
+                                .iter()
+                                .map(|_| InvocationEvent::not_run(reason.clone()))
+                                .collect(),
+                            sandbox_warnings: moves,
+                            compile: None,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// The whole program on one engine: its workspace, its compile, its
+    /// cases in order.
+    async fn run_on(
+        &self,
+        lease: &Lease<'_>,
+        program: &[u8],
+        profile: &RuntimeProfile,
+        invocations: &[Invocation],
+        token: &CancellationToken,
+    ) -> Result<ProgramRun, CallFault> {
+        let pooled = lease.engine();
+        let (runtime, image) = self
+            .pool
+            .check(lease.index, profile)
+            .await
+            .map_err(CallFault::Unavailable)?;
+        let Some(engine) = pooled.connected() else {
+            return Err(CallFault::Unavailable(SandboxError::EngineUnavailable {
+                message: format!(
+                    "the Docker engine {} was not reached",
+                    pooled.health.described()
+                ),
+            }));
+        };
+        let owner = &self.pool.owner;
+        let (mut warnings, _) = pooled
+            .remove_leftovers(owner, self.options.engine_timeout)
+            .await;
+        self.pool.forget_leftovers_if_none();
+        let workspace = Workspace::create(owner.dir(), program).map_err(|e| {
+            CallFault::Unavailable(SandboxError::Setup {
                 message: format!(
                     "cannot create a workspace under {}: {e}",
-                    self.owner.dir().display()
+                    owner.dir().display()
                 ),
-            })?;
-        let build_dir = workspace.build_dir_for(profile)?;
-        let runtime = engine.facts.runtime_for(profile);
+            })
+        })?;
+        let build_dir = workspace
+            .build_dir_for(profile)
+            .map_err(CallFault::Unavailable)?;
         let context = InvocationContext {
             docker: &engine.docker,
             engine: &engine.facts,
-            health: &self.health,
+            engine_name: self.pool.is_pool().then(|| pooled.name()),
+            active: &pooled.active,
+            health: &pooled.health,
             image: &image,
             profile,
             runtime: &runtime,
             options: &self.options,
-            owner: self.owner.name(),
+            owner: owner.name(),
             cgroups: engine.cgroups.as_ref(),
             load: &self.load,
             program_on_host: workspace.program_path(),
@@ -423,7 +514,7 @@ impl Inner {
             build_on_host: build_dir.as_deref(),
             token,
         };
-        let lost = |lost: SandboxError, workspace: Workspace| {
+        let lost = |lost: CallFault, workspace: Workspace| {
             // Nothing of this run is evidence: the engine is gone.
             if let Err(warning) = workspace.remove() {
                 tracing::warn!("{warning}");
@@ -437,7 +528,13 @@ impl Inner {
                 ..context
             };
             let ran = self
-                .run_invocation(&compile_context, 0, &Invocation::default(), &mut warnings)
+                .run_invocation(
+                    lease,
+                    &compile_context,
+                    0,
+                    &Invocation::default(),
+                    &mut warnings,
+                )
                 .await;
             match ran {
                 Ok((event, _)) => compile = Some(compile_event(event, build_dir)),
@@ -461,7 +558,7 @@ impl Inner {
                 continue;
             }
             let ran = self
-                .run_invocation(&context, index, invocation, &mut warnings)
+                .run_invocation(lease, &context, index, invocation, &mut warnings)
                 .await;
             let (event, stop) = match ran {
                 Ok(ran) => ran,
@@ -484,14 +581,19 @@ impl Inner {
 
     /// One invocation, run again alone when its timeout must be confirmed,
     /// and again when the engine dropped it and came back. `Err` when the
-    /// engine was lost and did not come back within the outage wait.
+    /// engine was lost: the program moves to another engine when one can
+    /// take it, else fails when the engine did not come back within the
+    /// outage wait.
     async fn run_invocation(
         &self,
+        lease: &Lease<'_>,
         context: &InvocationContext<'_>,
         index: usize,
         invocation: &Invocation,
         warnings: &mut Vec<String>,
-    ) -> Result<(InvocationEvent, Option<String>), SandboxError> {
+    ) -> Result<(InvocationEvent, Option<String>), CallFault> {
+        let pooled = lease.engine();
+        let owner = &self.pool.owner;
         let token = context.token;
         let mut alone = false;
         let mut outages = 0;
@@ -517,7 +619,7 @@ impl Inner {
             let mut result = invocation::run(context, index, invocation, alone).await;
             warnings.extend(result.warnings);
             if let Some(leftover) = result.leftover.take() {
-                self.keep_leftover(leftover);
+                pooled.keep_leftover(owner, leftover);
             }
             match result.next {
                 Next::Continue => return Ok((result.event, None)),
@@ -532,10 +634,18 @@ impl Inner {
                 Next::ConfirmAlone(_) => return Ok((result.event, None)),
                 Next::EngineLost(leftover) => {
                     let lost = format!(
-                        "the engine stopped answering during invocation {index}: {}",
+                        "the Docker engine {} stopped answering during invocation {index}: {}",
+                        pooled.health.described(),
                         sandbox_message(&result.event)
                     );
-                    match self.health.wait_until_up(context.docker, token).await {
+                    if self.pool.another_is_up(context.profile, lease.index) {
+                        // Removed when the engine is back, before it runs
+                        // anything again.
+                        pooled.keep_leftover(owner, leftover);
+                        self.pool.probe(lease.index);
+                        return Err(CallFault::Moved(lost));
+                    }
+                    match pooled.health.wait_until_up(context.docker, token).await {
                         Ok(()) => {
                             if let Err(e) = invocation::remove_leftover(
                                 context.docker,
@@ -547,7 +657,7 @@ impl Inner {
                                 // Tried again by the next call, at the
                                 // client's drop, or by the next start's sweep.
                                 warnings.push(e);
-                                self.keep_leftover(leftover);
+                                pooled.keep_leftover(owner, leftover);
                             }
                             outages += 1;
                             if outages > MAX_OUTAGE_RERUNS {
@@ -559,10 +669,12 @@ impl Inner {
                             warnings.push(format!("{lost}; run again once it answered"));
                         }
                         Err(unavailable) => {
-                            self.keep_leftover(leftover);
+                            pooled.keep_leftover(owner, leftover);
                             return match unavailable {
                                 Unavailable::GaveUp(message) => {
-                                    Err(SandboxError::EngineUnavailable { message })
+                                    Err(CallFault::Unavailable(SandboxError::EngineUnavailable {
+                                        message,
+                                    }))
                                 }
                                 Unavailable::Cancelled => Ok((
                                     InvocationEvent::not_run("the call was cancelled"),
@@ -574,63 +686,6 @@ impl Inner {
                 }
             }
         }
-    }
-
-    async fn wait_for_engine(
-        &self,
-        docker: &Docker,
-        token: &CancellationToken,
-    ) -> Result<(), SandboxError> {
-        match self.health.wait_until_up(docker, token).await {
-            Ok(()) => Ok(()),
-            Err(Unavailable::GaveUp(message)) => Err(SandboxError::EngineUnavailable { message }),
-            Err(Unavailable::Cancelled) => Err(SandboxError::Setup {
-                message: "the call was cancelled while the engine was down".into(),
-            }),
-        }
-    }
-
-    fn keep_leftover(&self, leftover: Leftover) {
-        // Until it is removed, this owner's files must outlive it, so that
-        // the next progscore's sweep finds and removes it.
-        self.owner.keep_for_sweep();
-        self.leftovers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(leftover);
-    }
-
-    /// Removes containers left while the engine was gone; what still fails
-    /// stays for the next call (or the sweep after this process ends).
-    async fn remove_leftovers(&self, docker: &Docker) -> Vec<String> {
-        let pending: Vec<Leftover> = std::mem::take(
-            &mut *self
-                .leftovers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-        if pending.is_empty() {
-            return Vec::new();
-        }
-        let mut warnings = Vec::new();
-        for leftover in pending {
-            if let Err(e) =
-                invocation::remove_leftover(docker, self.options.engine_timeout, &leftover).await
-            {
-                warnings.push(e);
-                self.keep_leftover(leftover);
-            }
-        }
-        let all_removed = self
-            .leftovers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_empty();
-        if all_removed {
-            // Everything this owner left is gone: its files go with it again.
-            self.owner.keep_for_sweep_no_more();
-        }
-        warnings
     }
 }
 

@@ -31,9 +31,16 @@ pub(crate) struct ImageFacts {
     pub repo_digests: Vec<String>,
 }
 
-/// What `doctor` prints: the engine and every profile's readiness.
+/// What `doctor` prints for one engine: the engine and the readiness of
+/// every profile that may run on it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct EngineReport {
+    /// Its name (`[engines.NAME]`, or `default`).
+    pub name: String,
+    /// Its address (`unix:///var/run/docker.sock`).
+    pub endpoint: String,
+    /// Programs it runs at once (`None`: bounded by the caller only).
+    pub capacity: Option<usize>,
     /// The engine and its version, or why it could not be reached.
     pub engine: String,
     /// Whether the engine itself is usable (reachable and enforces every limit).
@@ -257,13 +264,19 @@ fn root_cause(err: &(dyn std::error::Error + 'static)) -> Option<String> {
     deepest
 }
 
-/// Builds a doctor report from whatever could be learnt.
+/// Builds one engine's doctor report from whatever could be learnt.
 pub(crate) fn report(
+    pooled: &crate::pool::PooledEngine,
     facts: Result<&EngineFacts, &SandboxError>,
     profiles: Vec<ProfileCheck>,
 ) -> EngineReport {
+    let name = pooled.name().to_string();
+    let endpoint = pooled.options.endpoint.url();
     match facts {
         Ok(facts) => EngineReport {
+            name,
+            endpoint,
+            capacity: pooled.options.capacity_for(facts.cpus),
             engine: facts.description.clone(),
             engine_ok: facts.unsupported.is_empty(),
             problems: facts
@@ -275,6 +288,9 @@ pub(crate) fn report(
             profiles,
         },
         Err(err) => EngineReport {
+            name,
+            endpoint,
+            capacity: None,
             engine: "unreachable".into(),
             engine_ok: false,
             problems: vec![err.to_string()],

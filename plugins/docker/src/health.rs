@@ -23,7 +23,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub(crate) struct EngineHealth {
-    /// The engine's address, for messages (`unix:///var/run/docker.sock`).
+    /// The engine, for messages (`at unix:///var/run/docker.sock`, or
+    /// `second at unix:///run/docker-second.sock` in a pool).
     endpoint: String,
     outage_wait: Duration,
     down: Mutex<Option<Outage>>,
@@ -52,9 +53,47 @@ impl EngineHealth {
         }
     }
 
+    /// The engine as messages name it.
+    pub(crate) fn described(&self) -> &str {
+        &self.endpoint
+    }
+
     /// Whether the engine is known to be down.
     pub(crate) fn is_down(&self) -> bool {
         self.lock().is_some()
+    }
+
+    /// Since when the engine is known to be down, and why.
+    pub(crate) fn outage(&self) -> Option<(Instant, String)> {
+        self.lock().as_ref().map(|o| (o.since, o.cause.clone()))
+    }
+
+    /// Marks the engine down without a ping (it could not be reached at all).
+    pub(crate) fn mark_down(&self, cause: &str) {
+        let mut down = self.lock();
+        if down.is_none() {
+            tracing::warn!(
+                "the Docker engine {} is not answering ({cause}); its programs go to the \
+                 other engines while it is probed",
+                self.endpoint
+            );
+            *down = Some(Outage {
+                since: Instant::now(),
+                cause: cause.to_string(),
+            });
+        }
+    }
+
+    /// Marks the engine up again (it answered, and what this client left on
+    /// it was swept).
+    pub(crate) fn mark_up(&self) {
+        if let Some(outage) = self.lock().take() {
+            tracing::warn!(
+                "the Docker engine {} answers again after {:.1?}",
+                self.endpoint,
+                outage.since.elapsed()
+            );
+        }
     }
 
     /// After a transport-level failure: pings the engine; if it does not
@@ -69,7 +108,7 @@ impl EngineHealth {
                 let mut down = self.lock();
                 if down.is_none() {
                     tracing::warn!(
-                        "the Docker engine at {} stopped answering ({cause}; ping: {ping_error}); \
+                        "the Docker engine {} stopped answering ({cause}; ping: {ping_error}); \
                          waiting up to {:?} for it",
                         self.endpoint,
                         self.outage_wait
@@ -120,7 +159,7 @@ impl EngineHealth {
                     let mut down = self.lock();
                     if down.is_some() {
                         tracing::warn!(
-                            "the Docker engine at {} answers again after {:.1?}",
+                            "the Docker engine {} answers again after {:.1?}",
                             self.endpoint,
                             outage.since.elapsed()
                         );
@@ -142,7 +181,7 @@ impl EngineHealth {
                     .map(|o| o.cause.clone())
                     .unwrap_or(outage.cause);
                 return Err(Unavailable::GaveUp(format!(
-                    "cannot reach the Docker engine at {}: {cause} (waited {:?} for it to come back)",
+                    "cannot reach the Docker engine {}: {cause} (waited {:?} for it to come back)",
                     self.endpoint, self.outage_wait
                 )));
             }
@@ -168,7 +207,7 @@ impl EngineHealth {
 const SERVER_ERROR_PINGS: usize = 5;
 const SERVER_ERROR_PING_GAP: Duration = Duration::from_millis(400);
 
-async fn ping(docker: &Docker) -> Result<(), String> {
+pub(crate) async fn ping(docker: &Docker) -> Result<(), String> {
     match tokio::time::timeout(PING_TIMEOUT, docker.ping()).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(cause(&e)),

@@ -36,12 +36,18 @@ use crate::container::{Placement, container_spec};
 use crate::engine::{EngineFacts, ImageFacts, describe, is_transport_error};
 use crate::health::EngineHealth;
 use crate::options::{DockerOptions, OWNER_LABEL};
+use crate::pool::ActiveContainers;
 use crate::streams::{feed_and_drain, wait_for_exit};
 
 /// Everything an invocation needs from its call.
 pub(crate) struct InvocationContext<'a> {
     pub docker: &'a Docker,
     pub engine: &'a EngineFacts,
+    /// The engine's name in a pool (`None` with one engine).
+    pub engine_name: Option<&'a str>,
+    /// The containers in use on this engine: the sweep after an outage
+    /// leaves them alone.
+    pub active: &'a ActiveContainers,
     pub health: &'a EngineHealth,
     pub image: &'a ImageFacts,
     pub profile: &'a RuntimeProfile,
@@ -143,6 +149,8 @@ pub(crate) async fn run(
         "progscore-{}-{index}",
         progscore_sandbox::owner::random_hex()
     );
+    // In use from before its creation until its removal was tried.
+    let _in_use = context.active.hold(&name);
     let cgroup = context
         .cgroups
         .map(|cgroups| cgroups.invocation(context.owner, &name));
@@ -254,6 +262,7 @@ pub(crate) async fn run(
         image_id: Some(context.image.image_id.clone()),
         repo_digests: context.image.repo_digests.clone(),
         engine: context.engine.description.clone(),
+        engine_name: context.engine_name.map(str::to_string),
         command: spec.argv,
         user: profile.user.clone(),
         container: Some(name),

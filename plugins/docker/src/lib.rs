@@ -19,9 +19,13 @@ mod engine;
 mod health;
 mod invocation;
 mod options;
+mod pool;
 mod streams;
 mod sweep;
 
 pub use client::DockerClient;
 pub use engine::{EngineReport, ProfileCheck};
-pub use options::{DEFAULT_ENGINE_TIMEOUT, DEFAULT_OUTAGE_WAIT, DockerOptions, OWNER_LABEL};
+pub use options::{
+    Capacity, DEFAULT_CALLS_PER_CPU, DEFAULT_ENGINE_NAME, DEFAULT_ENGINE_TIMEOUT,
+    DEFAULT_OUTAGE_WAIT, DockerOptions, Endpoint, EngineOptions, OWNER_LABEL, TlsFiles,
+};

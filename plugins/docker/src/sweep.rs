@@ -1,6 +1,6 @@
 //! Removing what progscore processes that are provably gone left behind.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use bollard::Docker;
@@ -9,61 +9,97 @@ use progscore_sandbox::{Owner, SandboxError};
 
 use crate::engine;
 use crate::options::{OWNER_KIND, OWNER_LABEL};
-use progscore_container::Cgroups;
+use crate::pool::Engine;
 
 /// Removes what progscore processes that are provably gone left behind:
-/// their containers, cgroups and workspace folders. Owners are judged by
-/// their lock in this client's owner root, never by a pid.
-pub(crate) async fn sweep_dead_owners(
-    owner_root: &Path,
-    docker: &Docker,
-    cgroups: Option<&Cgroups>,
-) {
+/// their containers on every engine given, their cgroups and workspace
+/// folders. Owners are judged by their lock in this client's owner root,
+/// never by a pid. A dead owner is forgotten only when `every_engine` (all
+/// the client's engines were reached) and nothing of it is left.
+pub(crate) async fn sweep_dead_owners(owner_root: &Path, engines: &[&Engine], every_engine: bool) {
     for dead in Owner::dead_owners(owner_root, OWNER_KIND) {
-        let containers = match list_owned(docker, dead.name()).await {
-            Ok(containers) => containers,
-            Err(err) => {
-                tracing::warn!(
-                    "cannot list the containers of dead owner {}: {err}",
-                    dead.name()
-                );
-                continue;
+        let mut clean = every_engine;
+        for engine in engines {
+            clean &= remove_all_of(&engine.docker, dead.name()).await;
+            if let Some(cgroups) = &engine.cgroups
+                && let Err(e) = cgroups.remove_owner(dead.name())
+            {
+                clean = false;
+                tracing::warn!("{e}");
             }
-        };
-        let mut clean = true;
-        for (id, name) in containers {
-            let options = RemoveContainerOptionsBuilder::new()
-                .force(true)
-                .v(true)
-                .build();
-            match docker.remove_container(&id, Some(options)).await {
-                Ok(()) => tracing::warn!(
-                    "removed container {name} left by progscore process {}",
-                    dead.name()
-                ),
-                Err(err) => {
-                    clean = false;
-                    tracing::warn!(
-                        "cannot remove container {name} left by {}: {}",
-                        dead.name(),
-                        engine::describe(&err)
-                    );
-                }
-            }
-        }
-        if let Some(cgroups) = cgroups
-            && let Err(e) = cgroups.remove_owner(dead.name())
-        {
-            clean = false;
-            tracing::warn!("{e}");
         }
         if clean && let Err(e) = dead.forget() {
             tracing::warn!("{e}");
         }
     }
-    if let Some(cgroups) = cgroups {
-        cgroups.sweep_orphans(OWNER_KIND);
+    for engine in engines {
+        if let Some(cgroups) = &engine.cgroups {
+            cgroups.sweep_orphans(OWNER_KIND);
+        }
     }
+}
+
+/// Removes every container of a dead owner on one engine; whether all went.
+async fn remove_all_of(docker: &Docker, dead: &str) -> bool {
+    let containers = match list_owned(docker, dead).await {
+        Ok(containers) => containers,
+        Err(err) => {
+            tracing::warn!("cannot list the containers of dead owner {dead}: {err}");
+            return false;
+        }
+    };
+    let mut clean = true;
+    for (id, name) in containers {
+        match docker.remove_container(&id, Some(force_remove())).await {
+            Ok(()) => tracing::warn!("removed container {name} left by progscore process {dead}"),
+            Err(err) => {
+                clean = false;
+                tracing::warn!(
+                    "cannot remove container {name} left by {dead}: {}",
+                    engine::describe(&err)
+                );
+            }
+        }
+    }
+    clean
+}
+
+/// Removes this live owner's containers on one engine except those its
+/// calls are using (`active`, by name); how many it removed.
+pub(crate) async fn remove_owned_except(
+    docker: &Docker,
+    owner: &str,
+    active: &HashSet<String>,
+) -> Result<usize, String> {
+    let containers = list_owned(docker, owner)
+        .await
+        .map_err(|e| format!("cannot list this process's containers: {e}"))?;
+    let mut removed = 0;
+    for (id, name) in containers {
+        if active.contains(&name) {
+            continue;
+        }
+        match docker.remove_container(&id, Some(force_remove())).await {
+            Ok(()) => removed += 1,
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {}
+            Err(err) => {
+                return Err(format!(
+                    "cannot remove container {name}: {}",
+                    engine::describe(&err)
+                ));
+            }
+        }
+    }
+    Ok(removed)
+}
+
+fn force_remove() -> bollard::query_parameters::RemoveContainerOptions {
+    RemoveContainerOptionsBuilder::new()
+        .force(true)
+        .v(true)
+        .build()
 }
 
 /// The containers (id, name) labelled with this owner.

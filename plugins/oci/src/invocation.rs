@@ -170,6 +170,7 @@ pub(crate) async fn run(
         image_id: Some(context.image.config_digest.clone()),
         repo_digests: vec![context.image.manifest_digest.clone()],
         engine: format!("{} (no daemon)", context.runtime.version),
+        engine_name: None,
         command: argv,
         user: profile.user.clone(),
         container: Some(name),

@@ -303,6 +303,10 @@ pub struct Provenance {
     pub repo_digests: Vec<String>,
     /// The engine and its version.
     pub engine: String,
+    /// Docker: the configured engine that ran it (`[engines.NAME]`, or
+    /// `default`), when the client has several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_name: Option<String>,
     /// The exact argv that ran inside the sandbox.
     pub command: Vec<String>,
     /// The user the program ran as.

@@ -353,6 +353,7 @@ impl WasiClient {
             image_id: None,
             repo_digests: Vec::new(),
             engine: format!("wasmtime {WASMTIME_VERSION} ({placement})"),
+            engine_name: None,
             command: argv,
             user: None,
             container: None,

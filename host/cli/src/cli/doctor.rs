@@ -59,9 +59,12 @@ pub async fn run(config: &Config, args: DoctorArgs) -> anyhow::Result<u8> {
             })
         })
         .collect();
+    // Every configured engine must be usable: one that is down or refuses
+    // a profile is a problem even when another engine can run it.
     let healthy = docker
-        .as_ref()
-        .is_none_or(|r| r.engine_ok && r.profiles.iter().all(|p| p.ok))
+        .iter()
+        .flatten()
+        .all(|r| r.engine_ok && r.profiles.iter().all(|p| p.ok))
         && wasi
             .iter()
             .chain(&oci)
@@ -74,17 +77,30 @@ pub async fn run(config: &Config, args: DoctorArgs) -> anyhow::Result<u8> {
                 "ok": healthy, "docker": docker, "wasi": wasi, "oci": oci, "oci_cache": cache
             }))?
         );
-    } else if let Some(report) = &docker {
-        println!("docker engine: {}", report.engine);
-        if !report.runtimes.is_empty() {
-            println!("  runtimes: {}", report.runtimes.join(", "));
-        }
-        for problem in &report.problems {
-            println!("  problem: {problem}");
-        }
-        for check in &report.profiles {
-            let mark = if check.ok { "ok  " } else { "FAIL" };
-            println!("  [{mark}] profile {}: {}", check.profile, check.detail);
+    } else if let Some(reports) = &docker {
+        for report in reports {
+            let capacity = match report.capacity {
+                Some(n) => format!(", {n} programs at once"),
+                None => String::new(),
+            };
+            if reports.len() == 1 && report.name == progscore_docker::DEFAULT_ENGINE_NAME {
+                println!("docker engine: {} at {}", report.engine, report.endpoint);
+            } else {
+                println!(
+                    "docker engine `{}`: {} at {}{capacity}",
+                    report.name, report.engine, report.endpoint
+                );
+            }
+            if !report.runtimes.is_empty() {
+                println!("  runtimes: {}", report.runtimes.join(", "));
+            }
+            for problem in &report.problems {
+                println!("  problem: {problem}");
+            }
+            for check in &report.profiles {
+                let mark = if check.ok { "ok  " } else { "FAIL" };
+                println!("  [{mark}] profile {}: {}", check.profile, check.detail);
+            }
         }
     } else {
         println!("no docker profiles configured");

@@ -44,7 +44,8 @@ pub struct ScoreArgs {
     /// Write result lines here instead of stdout.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Programs scored at once (default: 3 per core, measured fastest).
+    /// Programs scored at once (default: 3 per core, measured fastest; with
+    /// configured engines, at least what they take at once in all).
     #[arg(long)]
     jobs: Option<usize>,
     /// Run again under new observation ids even where evidence is stored.
@@ -166,10 +167,18 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
         );
     }
 
+    // Configured engines say how many programs they take (known once the
+    // preflight reached them): enough in flight to keep them all busy.
+    let engines_take = session
+        .backends
+        .as_ref()
+        .and_then(|backends| backends.docker_capacity())
+        .unwrap_or(0);
     let jobs = args
         .jobs
         .unwrap_or_else(|| {
-            JOBS_PER_CORE * std::thread::available_parallelism().map_or(2, |n| n.get())
+            let here = JOBS_PER_CORE * std::thread::available_parallelism().map_or(2, |n| n.get());
+            here.max(engines_take)
         })
         .max(1);
     let mut out = Output::open(args.out.as_ref())?;

@@ -34,6 +34,7 @@ pub fn profile(name: &str, output: &str) -> RuntimeProfile {
         source: None,
         compile: None,
         compile_limits: None,
+        engines: None,
     };
     RuntimeProfile::from_spec(name, &spec, Path::new(".")).expect("a valid test profile")
 }

@@ -66,7 +66,7 @@ fn harness_with_socket(profiles: Vec<RuntimeProfile>, socket: Option<&Path>) -> 
         ..DockerOptions::default()
     };
     if let Some(socket) = socket {
-        options.socket = socket.to_path_buf();
+        options = options.with_socket(socket);
     }
     Harness {
         client: DockerClient::new(profiles, options).expect("client"),
@@ -526,7 +526,7 @@ async fn an_engine_without(flag: &'static str, named: &str) {
         "{err}"
     );
     assert!(err.to_string().contains(named), "{err}");
-    let report = h.client.diagnose().await;
+    let report = h.client.diagnose().await.remove(0);
     assert!(!report.engine_ok);
     assert!(
         report.problems.iter().any(|p| p.contains(named)),
@@ -558,7 +558,7 @@ async fn an_engine_without_pids_limits_is_refused() {
 #[tokio::test]
 async fn doctor_reports_a_usable_engine_and_profiles() {
     let h = harness(vec![profile(RUNC), profile(GVISOR)]);
-    let report = h.client.diagnose().await;
+    let report = h.client.diagnose().await.remove(0);
     assert!(report.engine_ok, "{report:?}");
     assert!(report.runtimes.iter().any(|r| r == "runsc"));
     assert!(report.profiles.iter().all(|p| p.ok), "{report:?}");
@@ -677,10 +677,10 @@ async fn an_engine_that_stays_gone_refuses_the_run() {
     let root = private_tempdir();
     let options = DockerOptions {
         owner_root: root.path().to_path_buf(),
-        socket: proxy.socket().to_path_buf(),
         outage_wait: Duration::from_secs(2),
         ..DockerOptions::default()
-    };
+    }
+    .with_socket(proxy.socket());
     let client = DockerClient::new(vec![profile(RUNC)], options).expect("client");
     let program = "import time\nprint('started', flush=True)\ntime.sleep(30)\n";
     let invocations = [Invocation::default()];
@@ -959,7 +959,7 @@ async fn leftovers_of_a_killed_progscore_are_swept_before_anything_runs() {
     container_of(live.owner(), &live_container).await;
 
     let next = DockerClient::new(vec![profile(RUNC)], options()).expect("next client");
-    let report = next.diagnose().await;
+    let report = next.diagnose().await.remove(0);
     assert!(report.engine_ok, "{report:?}");
     let exists = |name: String| async move {
         docker()

@@ -76,6 +76,10 @@ pub struct RuntimeProfile {
     pub source: Option<String>,
     /// Docker and OCI: how the program is built before its cases.
     pub compile: Option<CompileStep>,
+    /// Docker: the engines it may run on (every engine when empty). Not part
+    /// of the fingerprint: engines that run the same pinned image and
+    /// runtime give the same evidence.
+    pub engines: Vec<String>,
 }
 
 impl RuntimeProfile {
@@ -97,6 +101,11 @@ impl RuntimeProfile {
                     (spec.stdlib.is_some(), "stdlib"),
                     (spec.scratch, "scratch"),
                     (spec.limits.fuel.is_some(), "limits.fuel"),
+                    // Without a daemon there is no engine to choose.
+                    (
+                        spec.backend == Backend::Oci && spec.engines.is_some(),
+                        "engines",
+                    ),
                 ] {
                     if present {
                         return Err(ProfileError::FieldNotForBackend {
@@ -136,6 +145,7 @@ impl RuntimeProfile {
                     (spec.source.is_some(), "source"),
                     (spec.compile.is_some(), "compile"),
                     (spec.compile_limits.is_some(), "compile_limits"),
+                    (spec.engines.is_some(), "engines"),
                 ] {
                     if present {
                         return Err(ProfileError::FieldNotForBackend {
@@ -228,6 +238,7 @@ impl RuntimeProfile {
             limits: resolve_limits(&profile, "limits", &spec.limits)?,
             source: spec.source.clone(),
             compile,
+            engines: spec.engines.clone().unwrap_or_default(),
         })
     }
 

@@ -52,6 +52,10 @@ pub struct ProfileSpec {
     /// [`LimitsSpec::compile_default`].
     #[serde(default)]
     pub compile_limits: Option<PartialLimitsSpec>,
+    /// Docker: the configured engines (`[engines.NAME]`) it may run on;
+    /// every engine that passes its preflight when absent.
+    #[serde(default)]
+    pub engines: Option<Vec<String>>,
 }
 
 /// Limits of which only some keys are written; the rest come from a base
