@@ -18,9 +18,14 @@ phase() {
 phase "setup" bash scripts/setup.sh
 export PROGSCORE_CONFIG="$REPO_ROOT/progscore.toml"
 # The language tests need every language's image: built (mostly downloads
-# and unpacking) while cargo compiles, then the config names them all.
+# and unpacking) while cargo compiles, then the config names them all. The
+# engine-pool tests need a second engine beside the first, holding every
+# image the config pins (quick when it is up; left running at the end, like
+# the first).
+export PROGSCORE_SECOND_ENGINE=unix:///run/docker-second.sock
 languages_log="$(mktemp)"
-bash scripts/setup.sh --languages all > "$languages_log" 2>&1 &
+{ bash scripts/setup.sh --languages all && bash scripts/second-engine.sh start; } \
+    > "$languages_log" 2>&1 &
 languages_pid=$!
 # The end-to-end tests drive the built binary.
 phase "build" cargo build --locked -p progscore
@@ -29,9 +34,9 @@ language_images() {
         cat "$languages_log" >&2
         return 1
     fi
-    grep -E 'built|ready' "$languages_log" >&2 || true
+    grep -E 'built|ready|second-engine\]' "$languages_log" >&2 || true
 }
-phase "language images (beside the build)" language_images
+phase "language images and the second engine (beside the build)" language_images
 phase "tests" cargo test --workspace --all-features --locked --no-fail-fast "$@"
 # The Python package: built into a cached virtual environment (with the
 # workspace's dev build, so nothing is compiled twice), tested with pytest

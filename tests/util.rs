@@ -1,7 +1,19 @@
 //! Helpers for driving the built `progscore` binary in a scratch folder.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The engine scripts/setup.sh starts.
+pub const LOCAL_ENGINE: &str = "unix:///var/run/docker.sock";
+
+/// The second engine scripts/second-engine.sh starts beside it.
+pub fn second_engine() -> String {
+    std::env::var("PROGSCORE_SECOND_ENGINE")
+        .unwrap_or_else(|_| "unix:///run/docker-second.sock".into())
+}
 
 /// A scratch folder with a config copied from the one setup.sh generated.
 pub struct Dir {
@@ -141,4 +153,121 @@ pub fn documented_verdicts(path: &Path) -> std::collections::BTreeMap<String, St
             (id.to_string(), v.to_string())
         })
         .collect()
+}
+
+/// (container id, owner label) pairs in the engine's order, and a signal on each.
+type Seen = (Mutex<Vec<(String, String)>>, Condvar);
+
+/// The engine's container creations from `since` on, streamed (the engine
+/// keeps only a short backlog).
+pub struct Creations {
+    engine: String,
+    child: std::process::Child,
+    seen: Arc<Seen>,
+}
+
+impl Creations {
+    /// Follows the engine at `engine` (`unix:///var/run/docker.sock`).
+    pub fn follow(engine: &str, since: SystemTime) -> Creations {
+        let since = since.duration_since(UNIX_EPOCH).unwrap() - Duration::from_secs(1);
+        let mut child = Command::new("docker")
+            .args([
+                "-H",
+                engine,
+                "events",
+                "--since",
+                &since.as_secs().to_string(),
+                "--filter",
+                "type=container",
+                "--filter",
+                "event=create",
+                "--format",
+                "{{.Actor.ID}} {{index .Actor.Attributes \"progscore.owner\"}}",
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the docker CLI runs");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let seen: Arc<Seen> = Arc::default();
+        let sink = seen.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let (id, owner) = line.split_once(' ').unwrap_or((&line, ""));
+                sink.0
+                    .lock()
+                    .unwrap()
+                    .push((id.to_string(), owner.trim().to_string()));
+                sink.1.notify_all();
+            }
+        });
+        Creations {
+            engine: engine.to_string(),
+            child,
+            seen,
+        }
+    }
+
+    /// Every creation up to now: a marker container is created (and
+    /// removed), and the stream, which is in the engine's order, is read up
+    /// to its creation.
+    pub fn until_now(&self) -> Vec<(String, String)> {
+        let created = Command::new("docker")
+            .args([
+                "-H",
+                &self.engine,
+                "create",
+                "--pull",
+                "never",
+                &python_image(),
+                "true",
+            ])
+            .output()
+            .expect("the docker CLI runs");
+        assert!(
+            created.status.success(),
+            "docker create: {}",
+            String::from_utf8_lossy(&created.stderr)
+        );
+        let marker = String::from_utf8_lossy(&created.stdout).trim().to_string();
+        let removed = Command::new("docker")
+            .args(["-H", &self.engine, "rm", "--force", &marker])
+            .output()
+            .expect("the docker CLI runs");
+        assert!(removed.status.success());
+        let (events, changed) = &*self.seen;
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut events = events.lock().unwrap();
+        loop {
+            if let Some(at) = events.iter().position(|(id, _)| *id == marker) {
+                return events[..at].to_vec();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the marker's creation never came"
+            );
+            events = changed
+                .wait_timeout(events, Duration::from_secs(1))
+                .unwrap()
+                .0;
+        }
+    }
+}
+
+impl Drop for Creations {
+    fn drop(&mut self) {
+        // Only the `docker events` process this helper started.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `python` profile's image, as the generated config pins it.
+pub fn python_image() -> String {
+    let config: toml::Value =
+        toml::from_str(&std::fs::read_to_string(generated_config()).unwrap()).unwrap();
+    config["profiles"]["python"]["image"]
+        .as_str()
+        .expect("the python profile's image")
+        .to_string()
 }

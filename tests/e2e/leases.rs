@@ -7,12 +7,10 @@
 //! made short.)
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::BufRead;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::process::Stdio;
+use std::time::SystemTime;
 
-use progscore_e2e::{Dir, result_lines, stderr, stdout, verdict};
+use progscore_e2e::{Creations, Dir, LOCAL_ENGINE, result_lines, stderr, stdout, verdict};
 
 const ITEMS: usize = 12;
 const PROCESSES: usize = 4;
@@ -40,108 +38,6 @@ fn batch() -> (String, BTreeMap<String, String>) {
     (lines.join("\n"), expected)
 }
 
-/// (container id, owner label) pairs in the engine's order, and a signal on each.
-type Seen = (Mutex<Vec<(String, String)>>, Condvar);
-
-/// The engine's container creations from `since` on, streamed (the engine
-/// keeps only a short backlog).
-struct Creations {
-    child: std::process::Child,
-    seen: Arc<Seen>,
-}
-
-impl Creations {
-    fn follow(since: SystemTime) -> Creations {
-        let since = since.duration_since(UNIX_EPOCH).unwrap() - Duration::from_secs(1);
-        let mut child = Command::new("docker")
-            .args([
-                "events",
-                "--since",
-                &since.as_secs().to_string(),
-                "--filter",
-                "type=container",
-                "--filter",
-                "event=create",
-                "--format",
-                "{{.Actor.ID}} {{index .Actor.Attributes \"progscore.owner\"}}",
-            ])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the docker CLI runs");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let seen: Arc<Seen> = Arc::default();
-        let sink = seen.clone();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let (id, owner) = line.split_once(' ').unwrap_or((&line, ""));
-                sink.0
-                    .lock()
-                    .unwrap()
-                    .push((id.to_string(), owner.trim().to_string()));
-                sink.1.notify_all();
-            }
-        });
-        Creations { child, seen }
-    }
-
-    /// Every creation up to now: a marker container is created (and
-    /// removed), and the stream, which is in the engine's order, is read up
-    /// to its creation.
-    fn until_now(&self) -> Vec<(String, String)> {
-        let created = Command::new("docker")
-            .args(["create", "--pull", "never", &python_image(), "true"])
-            .output()
-            .expect("the docker CLI runs");
-        assert!(
-            created.status.success(),
-            "docker create: {}",
-            String::from_utf8_lossy(&created.stderr)
-        );
-        let marker = String::from_utf8_lossy(&created.stdout).trim().to_string();
-        let removed = Command::new("docker")
-            .args(["rm", "--force", &marker])
-            .output()
-            .expect("the docker CLI runs");
-        assert!(removed.status.success());
-        let (events, changed) = &*self.seen;
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        let mut events = events.lock().unwrap();
-        loop {
-            if let Some(at) = events.iter().position(|(id, _)| *id == marker) {
-                return events[..at].to_vec();
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the marker's creation never came"
-            );
-            events = changed
-                .wait_timeout(events, Duration::from_secs(1))
-                .unwrap()
-                .0;
-        }
-    }
-}
-
-impl Drop for Creations {
-    fn drop(&mut self) {
-        // Only the `docker events` process this helper started.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The `python` profile's image, as the generated config pins it.
-fn python_image() -> String {
-    let config: toml::Value =
-        toml::from_str(&std::fs::read_to_string(progscore_e2e::generated_config()).unwrap())
-            .unwrap();
-    config["profiles"]["python"]["image"]
-        .as_str()
-        .expect("the python profile's image")
-        .to_string()
-}
-
 #[test]
 fn four_processes_on_one_store_run_each_attempt_of_a_batch_once() {
     let dir = Dir::new();
@@ -151,7 +47,7 @@ fn four_processes_on_one_store_run_each_attempt_of_a_batch_once() {
     // opening a new file at once are covered by the store's own tests.
     let init = dir.run(&["scores", "list"]);
     assert_eq!(init.status.code(), Some(0), "{}", stderr(&init));
-    let creations = Creations::follow(SystemTime::now());
+    let creations = Creations::follow(LOCAL_ENGINE, SystemTime::now());
     let children: Vec<_> = (0..PROCESSES)
         .map(|_| {
             dir.command()

@@ -4,6 +4,7 @@
 #[path = "../../host/scoring/tests/common/mod.rs"]
 mod scoring_common;
 
+mod engines;
 mod languages;
 mod leases;
 mod report;

@@ -8,13 +8,19 @@
 //!   same command run again once the engine is back completes the batch
 //!   without running any finished item twice.
 //!
-//! Its own test binary, because it stops the engine every other test uses:
+//! - In a pool of two engines, the second is killed (SIGKILL to its dockerd)
+//!   while programs run on it: they run again on the first, every item gets
+//!   the verdict it gets on one engine, nothing from the kill is stored, and
+//!   once the engine is back the next progscore's sweep leaves no container
+//!   on either engine.
+//!
+//! Its own test binary, because it stops the engines other tests use:
 //! cargo runs test binaries one after another.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use progscore_e2e::{Dir, result_lines, stderr, verdict};
+use progscore_e2e::{Dir, LOCAL_ENGINE, result_lines, second_engine, stderr, verdict};
 
 const DOCKERD_LOG: &str = "/var/log/progscore-dockerd.log";
 
@@ -139,18 +145,149 @@ fn nothing_from_the_outage_is_stored(dir: &Dir) {
 }
 
 fn owned_containers_left() -> usize {
+    owned_on(LOCAL_ENGINE, "progscore.owner").len()
+}
+
+/// Containers on the engine at `engine` whose labels match `filter`.
+fn owned_on(engine: &str, filter: &str) -> Vec<String> {
     let output = Command::new("docker")
-        .args(["ps", "-aq", "--filter", "label=progscore.owner"])
+        .args([
+            "-H",
+            engine,
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("label={filter}"),
+        ])
         .output()
         .expect("docker ps");
-    String::from_utf8_lossy(&output.stdout).lines().count()
+    assert!(output.status.success(), "{}", stderr(&output));
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
-fn the_engine_stopped_mid_batch() {
-    // One scenario after the other: both stop the one engine.
+fn engines_stopped_mid_batch() {
+    // One scenario after the other: each stops an engine the others use.
     engine_comes_back_and_the_batch_completes();
     engine_stays_away_and_a_rerun_completes();
+    one_engine_of_two_killed_mid_batch();
+}
+
+/// `scripts/second-engine.sh ARGS`.
+fn second_engine_script(args: &[&str]) {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/second-engine.sh");
+    let output = Command::new("bash")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("run second-engine.sh");
+    assert!(
+        output.status.success(),
+        "second-engine.sh {args:?}: {}",
+        stderr(&output)
+    );
+}
+
+/// Brings the second engine back when dropped, however the test ends.
+struct SecondEngineBack;
+
+impl Drop for SecondEngineBack {
+    fn drop(&mut self) {
+        second_engine_script(&["start"]);
+    }
+}
+
+fn one_engine_of_two_killed_mid_batch() {
+    let dir = Dir::new();
+    dir.edit_config(|config| {
+        format!(
+            "{config}\n[engines.first]\nurl = \"{LOCAL_ENGINE}\"\ncapacity = 3\n\n\
+             [engines.second]\nurl = \"{}\"\ncapacity = 3\n",
+            second_engine()
+        )
+    });
+    // Every third item is wrong: a kill must turn no verdict either way.
+    let items = 30;
+    let lines: Vec<String> = (0..items)
+        .map(|i| {
+            let answer = if i % 3 == 0 { i * i + 1 } else { i * i };
+            serde_json::json!({
+                "id": format!("item-{i}"),
+                "program": format!("import time\n# {i}\ntime.sleep(1)\nprint({i} * {i})\n"),
+                "expectation": {"conditions": [{"program_behaves": {"profile": "python", "cases": [
+                    {"invocation": {"args": []},
+                     "expected": {"stdout": {"equals": answer.to_string()}}},
+                    {"invocation": {"args": ["again"]},
+                     "expected": {"stdout": {"equals": answer.to_string()}}}]}}]},
+            })
+            .to_string()
+        })
+        .collect();
+    dir.write("batch.jsonl", lines.join("\n"));
+    let child = dir
+        .command()
+        .args(["score", "batch.jsonl", "--out", "results.jsonl"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start progscore");
+    // Killed while programs of this batch run on it.
+    let until = Instant::now() + Duration::from_secs(120);
+    loop {
+        let running = Command::new("docker")
+            .args([
+                "-H",
+                &second_engine(),
+                "ps",
+                "-q",
+                "--filter",
+                "label=progscore.owner",
+            ])
+            .output()
+            .expect("docker ps");
+        if !String::from_utf8_lossy(&running.stdout).trim().is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "nothing ever ran on the second engine"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let back = SecondEngineBack;
+    second_engine_script(&["stop", "--kill"]);
+    let output = child.wait_with_output().expect("progscore exits");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let errors = stderr(&output);
+    assert!(errors.contains("stopped answering"), "{errors}");
+    let results = result_lines(&std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap());
+    assert_eq!(results.len(), items, "every item is scored");
+    for line in &results {
+        let i: usize = line["id"].as_str().unwrap()["item-".len()..]
+            .parse()
+            .unwrap();
+        let expected = if i % 3 == 0 { "false" } else { "true" };
+        assert_eq!(verdict(line), expected, "{line}");
+    }
+    nothing_from_the_outage_is_stored(&dir);
+    drop(back);
+    // The killed engine is back: the next progscore (here `doctor`, which
+    // reaches every engine) sweeps what the ended process left on it.
+    let doctor = dir.run(&["doctor"]);
+    assert_eq!(doctor.status.code(), Some(0), "{}", stderr(&doctor));
+    for engine in [LOCAL_ENGINE.to_string(), second_engine()] {
+        let left = owned_on(&engine, "progscore.owner");
+        assert!(left.is_empty(), "left on {engine}: {left:?}");
+    }
+    assert!(
+        dir.owner_leftovers().is_empty(),
+        "{:?}",
+        dir.owner_leftovers()
+    );
 }
 
 fn engine_comes_back_and_the_batch_completes() {

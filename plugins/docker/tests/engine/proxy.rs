@@ -41,6 +41,8 @@ impl Faults {
 
 pub struct EngineProxy {
     socket: PathBuf,
+    /// The engine's own socket, behind the proxy.
+    upstream: Arc<PathBuf>,
     _dir: tempfile::TempDir,
     runtime: Option<tokio::runtime::Runtime>,
     pub faults: Arc<Faults>,
@@ -48,10 +50,16 @@ pub struct EngineProxy {
 
 impl EngineProxy {
     pub fn start() -> EngineProxy {
+        EngineProxy::start_for(Path::new(ENGINE_SOCKET))
+    }
+
+    /// A proxy in front of the engine at `upstream`.
+    pub fn start_for(upstream: &Path) -> EngineProxy {
         let dir = tempfile::tempdir().expect("temp dir for the proxy socket");
         let socket = dir.path().join("engine.sock");
         let mut proxy = EngineProxy {
             socket,
+            upstream: Arc::new(upstream.to_path_buf()),
             _dir: dir,
             runtime: None,
             faults: Arc::new(Faults::default()),
@@ -77,16 +85,19 @@ impl EngineProxy {
             UnixListener::bind(&self.socket).expect("bind proxy socket")
         };
         let loop_faults = self.faults.clone();
+        let upstream = self.upstream.clone();
         runtime.spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
                 let faults = loop_faults.clone();
+                let upstream = upstream.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| {
                         let faults = faults.clone();
-                        async move { Ok::<_, Infallible>(handle(req, &faults).await) }
+                        let upstream = upstream.clone();
+                        async move { Ok::<_, Infallible>(handle(req, &faults, &upstream).await) }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
@@ -133,7 +144,11 @@ fn full(status: StatusCode, body: impl Into<Bytes>) -> Response<ProxyBody> {
     response
 }
 
-async fn handle(mut req: Request<Incoming>, faults: &Faults) -> Response<ProxyBody> {
+async fn handle(
+    mut req: Request<Incoming>,
+    faults: &Faults,
+    upstream: &Path,
+) -> Response<ProxyBody> {
     let path = req.uri().path().to_string();
     if req.method() == hyper::Method::DELETE
         && path.contains("/containers/")
@@ -156,7 +171,7 @@ async fn handle(mut req: Request<Incoming>, faults: &Faults) -> Response<ProxyBo
     };
     let client_upgrade = hyper::upgrade::on(&mut req);
 
-    let upstream = match UnixStream::connect(ENGINE_SOCKET).await {
+    let upstream = match UnixStream::connect(upstream).await {
         Ok(stream) => stream,
         Err(err) => {
             return full(

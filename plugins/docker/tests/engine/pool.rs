@@ -1,0 +1,332 @@
+//! A pool of two real engines: the one scripts/setup.sh starts and the
+//! second one scripts/second-engine.sh starts beside it (its own socket,
+//! data root and containerd namespace). An outage of one engine is made by
+//! a proxy in front of the second engine, which can vanish and come back
+//! while the engine itself runs on.
+
+use super::*;
+use progscore_docker::{Capacity, Endpoint, EngineOptions};
+
+fn second_socket() -> PathBuf {
+    let url = std::env::var("PROGSCORE_SECOND_ENGINE")
+        .unwrap_or_else(|_| "unix:///run/docker-second.sock".into());
+    let path = PathBuf::from(url.trim_start_matches("unix://"));
+    assert!(
+        path.exists(),
+        "no second engine at {}: start it with `bash scripts/second-engine.sh start`",
+        path.display()
+    );
+    path
+}
+
+fn second_docker() -> Docker {
+    Docker::connect_with_unix(
+        &second_socket().display().to_string(),
+        120,
+        bollard::API_DEFAULT_VERSION,
+    )
+    .expect("second engine socket")
+}
+
+fn engine(name: &str, socket: &Path, capacity: usize) -> EngineOptions {
+    EngineOptions {
+        name: name.into(),
+        endpoint: Endpoint::Unix(socket.to_path_buf()),
+        capacity: Capacity::Fixed(capacity),
+    }
+}
+
+fn pool_harness(profiles: Vec<RuntimeProfile>, engines: Vec<EngineOptions>) -> Harness {
+    let root = private_tempdir();
+    let options = DockerOptions {
+        owner_root: root.path().to_path_buf(),
+        engines,
+        ..DockerOptions::default()
+    };
+    Harness {
+        client: DockerClient::new(profiles, options).expect("client"),
+        _root: root,
+    }
+}
+
+/// Containers labelled with `owner` on the engine `docker`.
+async fn owned_on(docker: &Docker, owner: &str) -> Vec<String> {
+    let filters = std::collections::HashMap::from([(
+        "label".to_string(),
+        vec![format!("progscore.owner={owner}")],
+    )]);
+    let options = bollard::query_parameters::ListContainersOptionsBuilder::new()
+        .all(true)
+        .filters(&filters)
+        .build();
+    docker
+        .list_containers(Some(options))
+        .await
+        .expect("list containers")
+        .into_iter()
+        .flat_map(|c| c.names.unwrap_or_default())
+        .map(|name| name.trim_start_matches('/').to_string())
+        .collect()
+}
+
+fn engine_of(run: &ProgramRun) -> String {
+    let names: std::collections::BTreeSet<String> = run
+        .events
+        .iter()
+        .map(|e| {
+            e.provenance
+                .as_ref()
+                .and_then(|p| p.engine_name.clone())
+                .expect("a pooled run names its engine")
+        })
+        .collect();
+    assert_eq!(names.len(), 1, "one program, one engine: {names:?}");
+    names.into_iter().next().unwrap()
+}
+
+/// Programs spread over both engines by their free places; each program
+/// (its cases) runs on one engine, which its provenance names, and gives
+/// the same results on either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_runs_programs_on_both_engines_with_the_same_results() {
+    let h = pool_harness(
+        vec![profile(RUNC)],
+        vec![
+            engine("first", Path::new("/var/run/docker.sock"), 2),
+            engine("second", &second_socket(), 2),
+        ],
+    );
+    let found = h.client.preflight(RUNC).await.expect("preflight");
+    assert!(
+        found
+            .detail
+            .contains("engines first (2 at once), second (2 at once)"),
+        "{}",
+        found.detail
+    );
+    let invocations: Vec<Invocation> = ["2", "3"]
+        .iter()
+        .map(|n| Invocation {
+            args: vec![n.to_string()],
+            stdin: None,
+        })
+        .collect();
+    let runs = futures_util::future::join_all(
+        (0..8).map(|_| h.client.execute(SQUARE.as_bytes(), RUNC, &invocations)),
+    )
+    .await;
+    let mut per_engine = BTreeMap::new();
+    for run in runs {
+        let run = run.expect("run");
+        assert_eq!(stdout(&run, 0), "4\n");
+        assert_eq!(stdout(&run, 1), "9\n");
+        *per_engine.entry(engine_of(&run)).or_insert(0) += 1;
+    }
+    assert_eq!(
+        per_engine.len(),
+        2,
+        "both engines ran programs: {per_engine:?}"
+    );
+    assert!(
+        owned_on(&second_docker(), h.client.owner())
+            .await
+            .is_empty()
+    );
+    h.assert_clean().await;
+}
+
+/// A profile that names its engines runs on those only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_runs_only_on_the_engines_it_names() {
+    let only_second = profile_with(RUNC, |spec| spec.engines = Some(vec!["second".into()]));
+    let h = pool_harness(
+        vec![only_second],
+        vec![
+            engine("first", Path::new("/var/run/docker.sock"), 4),
+            engine("second", &second_socket(), 4),
+        ],
+    );
+    let five = [Invocation {
+        args: vec!["5".into()],
+        stdin: None,
+    }];
+    let runs = futures_util::future::join_all(
+        (0..4).map(|_| h.client.execute(SQUARE.as_bytes(), RUNC, &five)),
+    )
+    .await;
+    for run in runs {
+        let run = run.expect("run");
+        assert_eq!(stdout(&run, 0), "25\n");
+        assert_eq!(engine_of(&run), "second");
+    }
+    let report = h.client.diagnose().await;
+    let first = report.iter().find(|r| r.name == "first").unwrap();
+    assert!(first.profiles.is_empty(), "{first:?}");
+    let second = report.iter().find(|r| r.name == "second").unwrap();
+    assert!(second.profiles.iter().all(|p| p.ok), "{second:?}");
+    assert_eq!(second.capacity, Some(4));
+    h.assert_clean().await;
+}
+
+/// An engine that is gone when the client starts does not stop the pool:
+/// the preflight passes on the other, says which is down, and programs run
+/// there; doctor reports the gone engine as unreachable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_down_at_the_start_leaves_the_others_working() {
+    let dir = private_tempdir();
+    let h = pool_harness(
+        vec![profile(RUNC)],
+        vec![
+            engine("gone", &dir.path().join("no-engine.sock"), 2),
+            engine("first", Path::new("/var/run/docker.sock"), 2),
+        ],
+    );
+    let found = h.client.preflight(RUNC).await.expect("preflight");
+    assert!(found.detail.contains("down now: gone"), "{}", found.detail);
+    let run = h
+        .client
+        .execute(
+            SQUARE.as_bytes(),
+            RUNC,
+            &[Invocation {
+                args: vec!["3".into()],
+                stdin: None,
+            }],
+        )
+        .await
+        .expect("run");
+    assert_eq!(stdout(&run, 0), "9\n");
+    assert_eq!(engine_of(&run), "first");
+    let report = h.client.diagnose().await;
+    let gone = report.iter().find(|r| r.name == "gone").unwrap();
+    assert!(!gone.engine_ok);
+    assert!(
+        gone.problems.iter().any(|p| p.contains("no such socket")),
+        "{gone:?}"
+    );
+    h.assert_clean().await;
+}
+
+/// The engine running a program stops answering (its proxy vanishes; the
+/// engine behind it runs on, as a partitioned host would): the program runs
+/// again from the start on the other engine, its results are whole and
+/// from that engine only, and once the first answers again what this
+/// client left on it is removed before it takes programs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_moves_when_its_engine_stops_answering_and_the_engine_is_swept_on_return() {
+    let mut proxy = proxy::EngineProxy::start_for(&second_socket());
+    let h = pool_harness(
+        vec![profile(RUNC)],
+        vec![
+            // Preferred while both are free: the program starts there.
+            engine("flaky", proxy.socket(), 4),
+            engine("steady", Path::new("/var/run/docker.sock"), 4),
+        ],
+    );
+    let program = "import time, sys\nprint('started', flush=True)\ntime.sleep(1)\nprint(int(sys.argv[1]) ** 2)\n";
+    let invocations = [
+        Invocation {
+            args: vec!["2".into()],
+            stdin: None,
+        },
+        Invocation {
+            args: vec!["7".into()],
+            stdin: None,
+        },
+    ];
+    let second = second_docker();
+    let run = h.client.execute(program.as_bytes(), RUNC, &invocations);
+    let outage = async {
+        for _ in 0..400 {
+            if !owned_on(&second, h.client.owner()).await.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(
+            !owned_on(&second, h.client.owner()).await.is_empty(),
+            "the program never started on the flaky engine"
+        );
+        proxy.stop();
+    };
+    let (run, ()) = tokio::join!(run, outage);
+    let run = run.expect("the program moved to the steady engine");
+    assert_eq!(stdout(&run, 0), "started\n4\n", "{run:#?}");
+    assert_eq!(stdout(&run, 1), "started\n49\n", "{run:#?}");
+    assert_eq!(engine_of(&run), "steady");
+    assert!(
+        run.sandbox_warnings.iter().any(|w| w.contains("`flaky`")
+            && w.contains("stopped answering")
+            && w.contains("ran again from the start on another engine")),
+        "{:?}",
+        run.sandbox_warnings
+    );
+    // What the lost run left on the second engine is still there while it
+    // cannot be reached...
+    assert!(!owned_on(&second, h.client.owner()).await.is_empty());
+    proxy.restart();
+    // ...and goes once it answers again, before it runs anything.
+    let mut swept = false;
+    for _ in 0..200 {
+        if owned_on(&second, h.client.owner()).await.is_empty() {
+            swept = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(swept, "the returning engine was not swept");
+    // It takes programs again: with the steady engine full, the next
+    // programs go to it.
+    let mut engines = std::collections::BTreeSet::new();
+    for _ in 0..40 {
+        let runs = futures_util::future::join_all(
+            (0..8).map(|_| h.client.execute(SQUARE.as_bytes(), RUNC, &invocations)),
+        )
+        .await;
+        for run in runs {
+            let run = run.expect("run");
+            assert_eq!(stdout(&run, 1), "49\n");
+            engines.insert(engine_of(&run));
+        }
+        if engines.contains("flaky") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(
+        engines.contains("flaky"),
+        "the engine never came back into use: {engines:?}"
+    );
+    h.assert_clean().await;
+}
+
+/// With every engine of the pool gone past the outage wait, a call is
+/// refused, naming each engine and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_with_every_engine_gone_refuses_the_call_naming_each() {
+    let dir = private_tempdir();
+    let root = private_tempdir();
+    let options = DockerOptions {
+        owner_root: root.path().to_path_buf(),
+        engines: vec![
+            engine("a", &dir.path().join("a.sock"), 2),
+            engine("b", &dir.path().join("b.sock"), 2),
+        ],
+        outage_wait: Duration::from_secs(1),
+        ..DockerOptions::default()
+    };
+    let client = DockerClient::new(vec![profile(RUNC)], options).expect("client");
+    let err = client
+        .execute(SQUARE.as_bytes(), RUNC, &[Invocation::default()])
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        matches!(err, SandboxError::EngineUnavailable { .. }),
+        "{message}"
+    );
+    assert!(
+        message.contains("`a` at unix://") && message.contains("`b` at unix://"),
+        "{message}"
+    );
+}
