@@ -270,7 +270,7 @@ fn one_engine_of_two_killed_mid_batch() {
         let i: usize = line["id"].as_str().unwrap()["item-".len()..]
             .parse()
             .unwrap();
-        let expected = if i % 3 == 0 { "false" } else { "true" };
+        let expected = if i.is_multiple_of(3) { "false" } else { "true" };
         assert_eq!(verdict(line), expected, "{line}");
     }
     nothing_from_the_outage_is_stored(&dir);
@@ -285,8 +285,9 @@ fn one_engine_of_two_killed_mid_batch() {
     }
     assert!(
         dir.owner_leftovers().is_empty(),
-        "{:?}",
-        dir.owner_leftovers()
+        "{:?}\nscore: {errors}\ndoctor: {}",
+        dir.owner_leftovers(),
+        stderr(&doctor)
     );
 }
 

@@ -371,12 +371,13 @@ fn parse_engines(
         let section: EngineSection =
             serde_path_to_error::deserialize(value.clone()).map_err(|e| {
                 let path = e.path().to_string();
-                let field = if path == "." {
-                    String::new()
+                let inner = e.into_inner().to_string();
+                // "unknown field `x`" already names it.
+                if path == "." || inner.contains(&format!("`{path}`")) {
+                    refuse(inner)
                 } else {
-                    format!("{path}: ")
-                };
-                refuse(format!("{field}{}", e.into_inner()))
+                    refuse(format!("{path}: {inner}"))
+                }
             })?;
         let tls = section.tls.map(|tls| progscore_docker::TlsFiles {
             ca: resolve(tls.ca),
@@ -471,6 +472,82 @@ mod tests {
         let none = Config::parse(Path::new("c.toml"), "").unwrap();
         assert_eq!(none.docker, DockerSettings::default());
         assert_eq!(none.oci.image_cache, Path::new("/var/cache/progscore/oci"));
+    }
+
+    #[test]
+    fn engines_are_read_in_the_files_order_with_their_capacity_and_tls_files() {
+        use progscore_docker::{Capacity, Endpoint};
+        let text = format!(
+            "[docker]\ncalls_per_cpu = 2\n\n[engines.zeta]\nurl = \"unix:///run/z.sock\"\n\n\
+             [engines.alpha]\nurl = \"tcp://10.0.0.2:2376\"\ncapacity = 5\n\
+             tls = {{ ca = \"tls/ca.pem\", cert = \"tls/cert.pem\", key = \"/keys/key.pem\" }}\n\n\
+             [profiles.p]\nbackend = \"docker\"\nimage = \"{DIGEST}\"\ncommand = [\"python3\"]\n\
+             engines = [\"alpha\"]\n"
+        );
+        let config = Config::parse(Path::new("/etc/ps/c.toml"), &text).unwrap();
+        let engines = &config.docker.engines;
+        assert_eq!(
+            engines.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
+            ["zeta", "alpha"]
+        );
+        assert_eq!(engines[0].capacity, Capacity::PerCpu(2));
+        assert_eq!(engines[1].capacity, Capacity::Fixed(5));
+        match &engines[1].endpoint {
+            Endpoint::Tcp {
+                address,
+                tls: Some(tls),
+            } => {
+                assert_eq!(address, "10.0.0.2:2376");
+                assert_eq!(tls.ca, Path::new("/etc/ps/tls/ca.pem"));
+                assert_eq!(tls.key, Path::new("/keys/key.pem"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(config.profile("p").unwrap().engines, ["alpha"]);
+        assert_eq!(config.docker.options().engines, *engines);
+        // Without [engines], the implicit engine, unbounded.
+        let none = Config::parse(Path::new("c.toml"), "").unwrap();
+        assert_eq!(none.docker.options().engines.len(), 1);
+        assert_eq!(none.docker.options().engines[0].capacity, Capacity::Unbounded);
+    }
+
+    #[test]
+    fn bad_engines_are_named_with_their_line_and_field() {
+        let profile = format!(
+            "[profiles.p]\nbackend = \"docker\"\nimage = \"{DIGEST}\"\ncommand = [\"python3\"]\n"
+        );
+        let cases = [
+            (
+                "[engines.e]\nurl = \"/var/run/docker.sock\"\n".to_string(),
+                "c.toml:1: engine `e`: url: `/var/run/docker.sock` is not an engine URL",
+            ),
+            (
+                "[engines.e]\nurl = \"unix:///x.sock\"\ncapacty = 3\n".to_string(),
+                "c.toml:1: engine `e`: unknown field `capacty`",
+            ),
+            (
+                "[engines.e]\nurl = \"unix:///x.sock\"\ncapacity = 0\n".to_string(),
+                "c.toml:1: engine `e`: capacity = 0",
+            ),
+            (
+                "\n[engines.e]\nurl = \"unix:///x.sock\"\n".to_string() + &profile + "engines = [\"f\"]\n",
+                "c.toml:4: profile `p`: `engines` names `f`, which is not configured (configured: e)",
+            ),
+            (
+                profile.clone() + "engines = [\"f\"]\n",
+                "c.toml:1: profile `p`: `engines` names `f`, but the config has no [engines] table",
+            ),
+            (
+                profile.clone() + "engines = []\n",
+                "c.toml:1: profile `p`: `engines = []` names no engine",
+            ),
+        ];
+        for (text, expected) in cases {
+            let message = Config::parse(Path::new("c.toml"), &text)
+                .unwrap_err()
+                .to_string();
+            assert!(message.starts_with(expected), "{message}\nwanted: {expected}");
+        }
     }
 
     #[test]

@@ -52,6 +52,11 @@ async fn remove_all_of(docker: &Docker, dead: &str) -> bool {
     for (id, name) in containers {
         match docker.remove_container(&id, Some(force_remove())).await {
             Ok(()) => tracing::warn!("removed container {name} left by progscore process {dead}"),
+            // Gone between the listing and now (an engine that restarted
+            // cleans up too).
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {}
             Err(err) => {
                 clean = false;
                 tracing::warn!(

@@ -46,6 +46,9 @@ pub fn run(config: &Config, args: ProfilesArgs) -> anyhow::Result<u8> {
             "  runtime      {}",
             p.runtime.as_deref().unwrap_or("(engine default)")
         );
+        if p.backend == progscore_sandbox::Backend::Docker {
+            println!("  engines      {}", engines_line(config, p));
+        }
         if p.source.is_some() || p.compile.is_some() {
             println!("  program at   {}", p.program_path());
         }
@@ -58,6 +61,22 @@ pub fn run(config: &Config, args: ProfilesArgs) -> anyhow::Result<u8> {
         println!("  fingerprint  {}", p.fingerprint());
     }
     Ok(EXIT_OK)
+}
+
+/// The engines a Docker profile may run on, as configured (`doctor` says
+/// which of them can).
+fn engines_line(config: &Config, profile: &progscore_sandbox::RuntimeProfile) -> String {
+    let configured: Vec<&str> = config
+        .docker
+        .engines
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    match (profile.engines.is_empty(), configured.is_empty()) {
+        (false, _) => profile.engines.join(", "),
+        (true, true) => "the implicit engine (DOCKER_HOST or /var/run/docker.sock)".into(),
+        (true, false) => format!("every engine that can run it: {}", configured.join(", ")),
+    }
 }
 
 fn limits_line(limits: &progscore_sandbox::Limits) -> String {

@@ -1,0 +1,322 @@
+//! The engine pool's overhead: the same batch of small `python` programs (2
+//! cases each) at the same total concurrency C, once on one configured
+//! engine (the local one, capacity C) and once on a pool of two engines on
+//! this same machine (the local one and the second one of
+//! `scripts/second-engine.sh`, capacity C/2 each). Both engines share the
+//! machine's CPUs, so the difference is what the pool costs (choosing an
+//! engine, a second daemon), not extra CPUs. The implicit engine (local
+//! socket, no bound of its own) runs the batch too, as a third column.
+//!
+//! Rounds are interleaved (one, pool, implicit; one, pool, implicit; ...) and
+//! every figure is a ratio within a round, as the machine is shared and noisy.
+//! Every run's stdout is checked, and the pool rounds count the programs per
+//! engine from the provenance's `engine_name` (both engines must run some).
+//!
+//! `cargo bench -p progscore --bench engines` after `scripts/setup.sh` and
+//! `bash scripts/second-engine.sh start`. PROGSCORE_BENCH_PROGRAMS sets the
+//! programs per run (default 60), PROGSCORE_BENCH_JOBS the total concurrency
+//! C (default 6), PROGSCORE_BENCH_ROUNDS the rounds (default 3);
+//! PROGSCORE_CONFIG the config (default the workspace's progscore.toml),
+//! PROGSCORE_SECOND_ENGINE the second engine (default
+//! unix:///run/docker-second.sock).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use progscore::backends::{Backends, WasiWorkers};
+use progscore::config::Config;
+use progscore_docker::{Capacity, DockerOptions, Endpoint, EngineOptions};
+use progscore_sandbox::{Invocation, Outcome, SandboxClient};
+
+const PROFILE: &str = "python";
+
+fn main() {
+    let env = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let count = env("PROGSCORE_BENCH_PROGRAMS", 60);
+    let jobs = env("PROGSCORE_BENCH_JOBS", 6);
+    let rounds = env("PROGSCORE_BENCH_ROUNDS", 3).max(1);
+    assert!(
+        jobs >= 2,
+        "PROGSCORE_BENCH_JOBS must be at least 2 (one place per engine)"
+    );
+    let config_path = std::env::var_os("PROGSCORE_CONFIG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../progscore.toml"));
+    let config = Config::load(&config_path).expect("progscore.toml: run scripts/setup.sh");
+    let profile = config
+        .profile(PROFILE)
+        .expect("the `python` profile: run scripts/setup.sh")
+        .clone();
+
+    let first_endpoint = EngineOptions::implicit().endpoint;
+    let second_socket = second_socket();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(require_second_engine(&second_socket));
+
+    let engine = |name: &str, endpoint: Endpoint, capacity: usize| EngineOptions {
+        name: name.into(),
+        endpoint,
+        capacity: Capacity::Fixed(capacity),
+    };
+    let client = |engines: Vec<EngineOptions>| {
+        let options = DockerOptions {
+            engines,
+            ..config.docker.options()
+        };
+        Backends::build(
+            vec![profile.clone()],
+            options,
+            config.oci.clone(),
+            WasiWorkers::Auto,
+        )
+        .expect("backends")
+    };
+    let first_half = jobs.div_ceil(2);
+    let one = client(vec![engine("first", first_endpoint.clone(), jobs)]);
+    let pool = client(vec![
+        engine("first", first_endpoint.clone(), first_half),
+        engine(
+            "second",
+            Endpoint::Unix(second_socket.clone()),
+            jobs - first_half,
+        ),
+    ]);
+    let implicit = client(vec![EngineOptions::implicit()]);
+
+    // Every engine of the pool reached, the profile ready on it; then a
+    // warm-up batch per client (connections, image checks, sweeps), untimed.
+    runtime.block_on(check_pool(&pool, &second_socket));
+    for (label, backends) in [("one", &one), ("pool", &pool), ("implicit", &implicit)] {
+        runtime
+            .block_on(backends.preflight(PROFILE))
+            .unwrap_or_else(|e| panic!("{label}: preflight: {e}"));
+        runtime.block_on(run_batch(backends, &format!("warm-{label}"), jobs, jobs));
+    }
+
+    println!(
+        "{count} programs x 2 cases, {jobs} at a time: one engine (first, capacity {jobs}) vs a \
+         pool of two on this machine (first {first_half} + second {}), plus the implicit engine; \
+         {rounds} interleaved rounds",
+        jobs - first_half
+    );
+    let mut rows = Vec::new();
+    let mut pool_engines: BTreeMap<String, usize> = BTreeMap::new();
+    for round in 1..=rounds {
+        let (one_wall, _) =
+            runtime.block_on(run_batch(&one, &format!("r{round}-one"), count, jobs));
+        let (pool_wall, engines) =
+            runtime.block_on(run_batch(&pool, &format!("r{round}-pool"), count, jobs));
+        let (implicit_wall, _) = runtime.block_on(run_batch(
+            &implicit,
+            &format!("r{round}-implicit"),
+            count,
+            jobs,
+        ));
+        assert!(
+            engines.contains_key("first") && engines.contains_key("second"),
+            "round {round}: the pool ran programs on one engine only: {engines:?}"
+        );
+        for (name, n) in engines {
+            *pool_engines.entry(name).or_default() += n;
+        }
+        rows.push((round, one_wall, pool_wall, implicit_wall));
+    }
+
+    println!();
+    println!(
+        "  {:>5} {:>9} {:>11} {:>9} {:>11} {:>9} {:>13} {:>11} {:>13}",
+        "round",
+        "one (s)",
+        "programs/s",
+        "pool (s)",
+        "programs/s",
+        "pool/one",
+        "implicit (s)",
+        "programs/s",
+        "implicit/one"
+    );
+    let per_second = |wall: Duration| count as f64 / wall.as_secs_f64();
+    let mut ratios = Vec::new();
+    for (round, one_wall, pool_wall, implicit_wall) in &rows {
+        let ratio = pool_wall.as_secs_f64() / one_wall.as_secs_f64();
+        ratios.push(ratio);
+        println!(
+            "  {:>5} {:>9.2} {:>11.2} {:>9.2} {:>11.2} {:>9.3} {:>13.2} {:>11.2} {:>13.3}",
+            round,
+            one_wall.as_secs_f64(),
+            per_second(*one_wall),
+            pool_wall.as_secs_f64(),
+            per_second(*pool_wall),
+            ratio,
+            implicit_wall.as_secs_f64(),
+            per_second(*implicit_wall),
+            implicit_wall.as_secs_f64() / one_wall.as_secs_f64()
+        );
+    }
+    let median = median(&mut ratios);
+    println!(
+        "  programs per engine in the pool rounds: {}",
+        pool_engines
+            .iter()
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!("  median pool/one: {median:.3}");
+    let overhead = (median - 1.0) * 100.0;
+    if median < 1.10 {
+        println!("  pool overhead {overhead:+.1}%: under 10% (target met)");
+    } else {
+        println!("  pool overhead {overhead:+.1}%: NOT under 10% (target missed)");
+    }
+}
+
+/// The second engine's socket (PROGSCORE_SECOND_ENGINE, a unix:// URL).
+fn second_socket() -> PathBuf {
+    let url = std::env::var("PROGSCORE_SECOND_ENGINE")
+        .unwrap_or_else(|_| "unix:///run/docker-second.sock".into());
+    match Endpoint::parse(&url, None, None) {
+        Ok(Endpoint::Unix(path)) => path,
+        Ok(other) => panic!(
+            "PROGSCORE_SECOND_ENGINE: {} is not a unix socket (the bench needs an engine on this machine)",
+            other.url()
+        ),
+        Err(e) => panic!("PROGSCORE_SECOND_ENGINE: {e}"),
+    }
+}
+
+/// Fails with what to do when the second engine does not answer.
+async fn require_second_engine(socket: &Path) {
+    let hint = "run bash scripts/second-engine.sh start";
+    assert!(
+        socket.exists(),
+        "no second Docker engine at unix://{}: {hint}",
+        socket.display()
+    );
+    let docker = bollard::Docker::connect_with_unix(
+        &socket.display().to_string(),
+        10,
+        bollard::API_DEFAULT_VERSION,
+    )
+    .unwrap_or_else(|e| {
+        panic!(
+            "cannot open the second Docker engine at unix://{}: {e}; {hint}",
+            socket.display()
+        )
+    });
+    if let Err(e) = docker.ping().await {
+        panic!(
+            "the second Docker engine at unix://{} does not answer: {e}; {hint}",
+            socket.display()
+        );
+    }
+}
+
+/// Both engines of the pool reached and ready for the profile (a pool runs
+/// on without an engine that is down, which would make this a one-engine run).
+async fn check_pool(pool: &Backends, second: &Path) {
+    let reports = pool.docker_report().await.expect("a Docker client");
+    for report in &reports {
+        let profile_ok = report.profiles.iter().all(|p| p.ok);
+        let hint = if report.name == "second" {
+            format!(
+                "; run bash scripts/second-engine.sh start (socket unix://{})",
+                second.display()
+            )
+        } else {
+            String::new()
+        };
+        assert!(
+            report.engine_ok && profile_ok,
+            "engine `{}` at {} is not ready: {} {:?} {:?}{hint}",
+            report.name,
+            report.endpoint,
+            report.engine,
+            report.problems,
+            report
+                .profiles
+                .iter()
+                .map(|p| format!("{}: {}", p.profile, p.detail))
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+/// Runs `count` distinct programs (distinct per `tag`), `jobs` at a time,
+/// checks every case's stdout; returns the wall time and the programs per
+/// engine (`first` for a client of one engine, whose provenance names none).
+async fn run_batch(
+    backends: &Backends,
+    tag: &str,
+    count: usize,
+    jobs: usize,
+) -> (Duration, BTreeMap<String, usize>) {
+    let programs: Vec<(String, [i64; 2])> = (0..count)
+        .map(|i| {
+            (
+                format!(
+                    "import sys\nn = int(sys.argv[1])\nprint(n * n)\n# engines bench {tag} program {i} {}\n",
+                    std::process::id()
+                ),
+                [(i % 50) as i64 + 2, -((i % 30) as i64 + 3)],
+            )
+        })
+        .collect();
+    let started = Instant::now();
+    let engines: Vec<String> = futures_util::stream::iter(programs.iter())
+        .map(|(program, cases)| async move {
+            let invocations: Vec<Invocation> = cases
+                .iter()
+                .map(|n| Invocation::with_args([n.to_string()]))
+                .collect();
+            let run = backends
+                .execute(program.as_bytes(), PROFILE, &invocations)
+                .await
+                .unwrap_or_else(|e| panic!("{tag}: {e}"));
+            assert_eq!(run.events.len(), cases.len(), "{tag}: {run:?}");
+            let mut names = std::collections::BTreeSet::new();
+            for (event, n) in run.events.iter().zip(cases) {
+                let square = format!("{}\n", n * n);
+                assert!(
+                    matches!(event.outcome, Outcome::Exited { exit_code: 0 })
+                        && event.stdout.data.as_bytes() == square.as_bytes(),
+                    "{tag}: expected {square:?}: {run:?}"
+                );
+                names.insert(
+                    event
+                        .provenance
+                        .as_ref()
+                        .and_then(|p| p.engine_name.clone())
+                        .unwrap_or_else(|| "first".into()),
+                );
+            }
+            assert_eq!(names.len(), 1, "{tag}: one program, one engine: {names:?}");
+            names.into_iter().next().expect("one engine")
+        })
+        .buffer_unordered(jobs)
+        .collect()
+        .await;
+    let wall = started.elapsed();
+    let mut per_engine = BTreeMap::new();
+    for name in engines {
+        *per_engine.entry(name).or_default() += 1;
+    }
+    (wall, per_engine)
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len().is_multiple_of(2) {
+        (values[mid - 1] + values[mid]) / 2.0
+    } else {
+        values[mid]
+    }
+}
