@@ -31,6 +31,11 @@ DAEMON_CONFIG="/etc/docker/second.json"
 KEY_FILE="$DATA_ROOT/key.json"
 FIRST_DAEMON_CONFIG="/etc/docker/daemon.json"
 DOCKERD_LOG="/var/log/progscore-dockerd-second.log"
+# It also answers over TCP with mutual TLS on the loopback, as a remote
+# engine would (`tcp://` engines get the program through volumes, not bind
+# mounts): the CA, its server certificate and a client certificate.
+TLS_ADDR="127.0.0.1:2376"
+TLS_DIR="$DATA_ROOT/tls"
 REGISTRY_ADDR="127.0.0.1:5000"
 # /usr/bin/docker: the Debian client that matches the engine's API (another
 # docker may come first on PATH).
@@ -60,6 +65,40 @@ second() { "$DOCKER" -H "$HOST" "$@"; }
 
 # Answers the API. `timeout`: a hung engine must not hang the caller.
 second_up() { timeout 10 "$DOCKER" -H "$HOST" info >/dev/null 2>&1; }
+
+# Answers over TCP with TLS, with the client certificate.
+tls_up() {
+    timeout 10 "$DOCKER" --tlsverify --tlscacert "$TLS_DIR/ca.pem" \
+        --tlscert "$TLS_DIR/cert.pem" --tlskey "$TLS_DIR/key.pem" \
+        -H "tcp://$TLS_ADDR" info >/dev/null 2>&1
+}
+
+# A CA, a server certificate for 127.0.0.1 and a client certificate, made
+# once (10 years; nothing leaves this machine).
+ensure_tls() {
+    [ -s "$TLS_DIR/cert.pem" ] && [ -s "$TLS_DIR/server-cert.pem" ] && return
+    local started
+    started="$(now_ms)"
+    mkdir -p "$TLS_DIR"
+    chmod 700 "$TLS_DIR"
+    (
+        cd "$TLS_DIR"
+        openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=progscore test CA" \
+            -keyout ca-key.pem -out ca.pem 2>/dev/null
+        openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+            -keyout server-key.pem -out server.csr 2>/dev/null
+        printf 'subjectAltName = IP:127.0.0.1\nextendedKeyUsage = serverAuth\n' > server.ext
+        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial \
+            -days 3650 -extfile server.ext -out server-cert.pem 2>/dev/null
+        openssl req -newkey rsa:2048 -nodes -subj "/CN=progscore" \
+            -keyout key.pem -out client.csr 2>/dev/null
+        printf 'extendedKeyUsage = clientAuth\n' > client.ext
+        openssl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial \
+            -days 3650 -extfile client.ext -out cert.pem 2>/dev/null
+        rm -f server.csr client.csr server.ext client.ext
+    )
+    log "made TLS certificates in $TLS_DIR in $(since "$started")"
+}
 
 # The pid of the second dockerd when it is alive (a zombie or a recycled pid
 # that is not our dockerd does not count), else nothing. The pid file is the
@@ -162,6 +201,11 @@ start_dockerd() {
         setsid nohup "$DOCKERD" \
             --config-file "$DAEMON_CONFIG" \
             --host "$HOST" \
+            --host "tcp://$TLS_ADDR" \
+            --tlsverify \
+            --tlscacert "$TLS_DIR/ca.pem" \
+            --tlscert "$TLS_DIR/server-cert.pem" \
+            --tlskey "$TLS_DIR/server-key.pem" \
             --data-root "$DATA_ROOT" \
             --exec-root "$EXEC_ROOT" \
             --pidfile "$PIDFILE" \
@@ -261,6 +305,13 @@ cmd_start() {
     started="$(now_ms)"
     local changed
     changed="$(write_daemon_config)"
+    ensure_tls
+    if second_up && ! tls_up; then
+        # Started before it answered over TLS too (an older version of this
+        # script): restarted with every listener.
+        log "up on $SOCKET but not on tcp://$TLS_ADDR: restarting it"
+        cmd_stop
+    fi
     if second_up; then
         if [ -n "$changed" ]; then
             # Runtimes and registries are reloaded on SIGHUP, as setup.sh does

@@ -1,6 +1,8 @@
 //! One conformance battery for every backend: runc and gVisor (runsc) through
-//! Docker, the same two run directly by the daemonless OCI backend, and WASI
-//! with guests in worker processes and in-process.
+//! Docker, runc through a Docker engine reached over TCP with TLS (the
+//! program delivered in volumes, nothing measured from this host's cgroups),
+//! the same two run directly by the daemonless OCI backend, and WASI with
+//! guests in worker processes and in-process.
 //!
 //! Each probe runs the same program through the contract (`SandboxClient`)
 //! under each backend's profile and checks what a user relies on. Where a
@@ -13,6 +15,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use progscore::backends::Backends;
+use progscore_docker::{Capacity, DockerClient, DockerOptions, Endpoint, EngineOptions, TlsFiles};
 use progscore_sandbox::{
     Invocation, Outcome, ProfileSpec, ProgramRun, RuntimeProfile, SandboxClient, sha256_hex,
 };
@@ -21,6 +24,9 @@ use progscore_wasi::{WasiClient, WasiOptions};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Runc,
+    /// runc on the second engine (scripts/second-engine.sh), reached over
+    /// TCP with mutual TLS as a remote engine is.
+    RuncOverTls,
     Gvisor,
     /// WASI, guests in worker processes (what the CLI uses).
     Wasi,
@@ -35,7 +41,7 @@ enum Kind {
 impl Kind {
     fn profile(self) -> &'static str {
         match self {
-            Kind::Runc => "python",
+            Kind::Runc | Kind::RuncOverTls => "python",
             Kind::Gvisor => "python-gvisor",
             Kind::Wasi | Kind::WasiInProcess => "python-wasi",
             Kind::OciRunc => "python-oci",
@@ -132,6 +138,32 @@ fn profiles() -> Vec<RuntimeProfile> {
 async fn client(kind: Kind) -> &'static dyn SandboxClient {
     static BACKENDS: tokio::sync::OnceCell<Backends> = tokio::sync::OnceCell::const_new();
     static IN_PROCESS: tokio::sync::OnceCell<WasiClient> = tokio::sync::OnceCell::const_new();
+    static OVER_TLS: std::sync::OnceLock<DockerClient> = std::sync::OnceLock::new();
+    if kind == Kind::RuncOverTls {
+        return OVER_TLS.get_or_init(|| {
+            let runc = profiles()
+                .into_iter()
+                .filter(|p| p.name == "python" || p.name == "python-compiled")
+                .collect();
+            let tls = Path::new("/var/lib/docker-second/tls");
+            let options = DockerOptions {
+                engines: vec![EngineOptions {
+                    name: "over-tls".into(),
+                    endpoint: Endpoint::Tcp {
+                        address: "127.0.0.1:2376".into(),
+                        tls: Some(TlsFiles {
+                            ca: tls.join("ca.pem"),
+                            cert: tls.join("cert.pem"),
+                            key: tls.join("key.pem"),
+                        }),
+                    },
+                    capacity: Capacity::PerCpu(progscore_docker::DEFAULT_CALLS_PER_CPU),
+                }],
+                ..DockerOptions::default()
+            };
+            DockerClient::new(runc, options).expect("client of the engine over TLS")
+        });
+    }
     if kind == Kind::WasiInProcess {
         return IN_PROCESS
             .get_or_init(|| async {
@@ -190,6 +222,7 @@ fn not_supported(kind: Kind, probe: &str, instead: &str) {
 macro_rules! battery {
     ($($probe:ident),* $(,)?) => {
         mod runc { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $probe() { super::$probe(super::Kind::Runc).await })* }
+        mod runc_over_tls { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $probe() { super::$probe(super::Kind::RuncOverTls).await })* }
         mod gvisor { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $probe() { super::$probe(super::Kind::Gvisor).await })* }
         mod wasi { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $probe() { super::$probe(super::Kind::Wasi).await })* }
         mod wasi_in_process { $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $probe() { super::$probe(super::Kind::WasiInProcess).await })* }
@@ -652,7 +685,7 @@ async fn exit_137_and_a_self_kill_stay_exits(kind: Kind) {
             assert_eq!(exited(&killed), 0, "{killed:?}");
             assert!(out(&killed).starts_with("no signals"), "{}", out(&killed));
         }
-        Kind::Runc | Kind::OciRunc => {
+        Kind::Runc | Kind::RuncOverTls | Kind::OciRunc => {
             // The program is the container's init: the kernel does not
             // deliver it a signal it sent itself without a handler.
             not_supported(kind, "a self-kill", "init survives its own SIGKILL");

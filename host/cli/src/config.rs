@@ -508,7 +508,10 @@ mod tests {
         // Without [engines], the implicit engine, unbounded.
         let none = Config::parse(Path::new("c.toml"), "").unwrap();
         assert_eq!(none.docker.options().engines.len(), 1);
-        assert_eq!(none.docker.options().engines[0].capacity, Capacity::Unbounded);
+        assert_eq!(
+            none.docker.options().engines[0].capacity,
+            Capacity::Unbounded
+        );
     }
 
     #[test]
@@ -530,7 +533,9 @@ mod tests {
                 "c.toml:1: engine `e`: capacity = 0",
             ),
             (
-                "\n[engines.e]\nurl = \"unix:///x.sock\"\n".to_string() + &profile + "engines = [\"f\"]\n",
+                "\n[engines.e]\nurl = \"unix:///x.sock\"\n".to_string()
+                    + &profile
+                    + "engines = [\"f\"]\n",
                 "c.toml:4: profile `p`: `engines` names `f`, which is not configured (configured: e)",
             ),
             (
@@ -546,7 +551,10 @@ mod tests {
             let message = Config::parse(Path::new("c.toml"), &text)
                 .unwrap_err()
                 .to_string();
-            assert!(message.starts_with(expected), "{message}\nwanted: {expected}");
+            assert!(
+                message.starts_with(expected),
+                "{message}\nwanted: {expected}"
+            );
         }
     }
 

@@ -13,6 +13,7 @@ use progscore_sandbox::{
 use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
 
+use crate::delivery::{EngineFiles, Files};
 use crate::engine::{self, EngineReport, ProfileCheck};
 use crate::health::Unavailable;
 use crate::invocation::{self, InvocationContext, Next};
@@ -493,9 +494,43 @@ impl Inner {
                 ),
             })
         })?;
-        let build_dir = workspace
-            .build_dir_for(profile)
-            .map_err(CallFault::Unavailable)?;
+        let build_dir = match workspace.build_dir_for(profile) {
+            Ok(build_dir) => build_dir,
+            Err(error) => {
+                if let Err(warning) = workspace.remove() {
+                    tracing::warn!("{warning}");
+                }
+                return Err(CallFault::Unavailable(error));
+            }
+        };
+        // An engine elsewhere gets the files in volumes of its own.
+        let mut engine_files = None;
+        let mut delivery_fault = None;
+        if !pooled.options.endpoint.is_local() {
+            match EngineFiles::create(
+                &engine.docker,
+                &pooled.active,
+                owner.name(),
+                profile,
+                program,
+                self.options.engine_timeout,
+            )
+            .await
+            {
+                Ok(files) => engine_files = Some(files),
+                Err((message, partial)) => {
+                    engine_files = partial;
+                    delivery_fault = Some(message);
+                }
+            }
+        }
+        let files = match &engine_files {
+            Some(remote) => remote.files(),
+            None => Files::Host {
+                program: workspace.program_path(),
+                build: build_dir.as_deref(),
+            },
+        };
         let context = InvocationContext {
             docker: &engine.docker,
             engine: &engine.facts,
@@ -509,37 +544,115 @@ impl Inner {
             owner: owner.name(),
             cgroups: engine.cgroups.as_ref(),
             load: &self.load,
-            program_on_host: workspace.program_path(),
+            files: &files,
             stage: Stage::Case,
-            build_on_host: build_dir.as_deref(),
             token,
         };
-        let lost = |lost: CallFault, workspace: Workspace| {
-            // Nothing of this run is evidence: the engine is gone.
-            if let Err(warning) = workspace.remove() {
-                tracing::warn!("{warning}");
-            }
-            Err(lost)
-        };
-        let mut compile = None;
-        if let Some(build_dir) = &build_dir {
-            let compile_context = InvocationContext {
-                stage: Stage::Compile,
-                ..context
-            };
-            let ran = self
-                .run_invocation(
+        let ran = match delivery_fault {
+            None => {
+                self.run_program(
                     lease,
-                    &compile_context,
-                    0,
-                    &Invocation::default(),
+                    &context,
+                    engine_files.as_ref(),
+                    build_dir.as_deref(),
+                    invocations,
                     &mut warnings,
                 )
-                .await;
-            match ran {
-                Ok((event, _)) => compile = Some(compile_event(event, build_dir)),
-                Err(error) => return lost(error, workspace),
+                .await
             }
+            Some(message) => {
+                let lost = if pooled.health.confirm_outage(&engine.docker, &message).await
+                    && self.pool.another_is_up(profile, lease.index)
+                {
+                    self.pool.probe(lease.index);
+                    Some(CallFault::Moved(format!(
+                        "the Docker engine {} stopped answering while the program was copied to it: {message}",
+                        pooled.health.described()
+                    )))
+                } else {
+                    None
+                };
+                match lost {
+                    Some(lost) => Err(lost),
+                    // Nothing ran: every case unproven.
+                    None => Ok((
+                        invocations
+                            .iter()
+                            .enumerate()
+                            .map(|(index, _)| {
+                                if index == 0 {
+                                    InvocationEvent::sandbox_error(format!(
+                                        "cannot copy the program to the Docker engine {}: {message}",
+                                        pooled.health.described()
+                                    ))
+                                } else {
+                                    InvocationEvent::not_run(
+                                        "an earlier invocation hit a sandbox error",
+                                    )
+                                }
+                            })
+                            .collect(),
+                        None,
+                    )),
+                }
+            }
+        };
+        if let Some(remote) = engine_files {
+            // What fails stays labelled with this owner: the engine's sweep
+            // takes it (at its return, or the next start's).
+            let failed = remote
+                .remove(&engine.docker, self.options.engine_timeout)
+                .await;
+            if !failed.is_empty() {
+                pooled.must_be_swept(owner);
+                warnings.extend(failed);
+            }
+        }
+        if let Err(warning) = workspace.remove() {
+            warnings.push(warning);
+        }
+        // Nothing of a lost run is evidence: the engine is gone.
+        let (events, compile) = ran?;
+        Ok(ProgramRun {
+            profile: profile.name.clone(),
+            program_sha256: sha256_hex(program),
+            events,
+            sandbox_warnings: warnings,
+            compile,
+        })
+    }
+
+    /// The compile (when the profile has one) and the cases, in order, on
+    /// the context's engine.
+    async fn run_program(
+        &self,
+        lease: &Lease<'_>,
+        context: &InvocationContext<'_>,
+        engine_files: Option<&EngineFiles<'_>>,
+        build_dir: Option<&std::path::Path>,
+        invocations: &[Invocation],
+        warnings: &mut Vec<String>,
+    ) -> Result<(Vec<InvocationEvent>, Option<CompileEvent>), CallFault> {
+        let token = context.token;
+        let mut compile = None;
+        if let Some(build_dir) = build_dir {
+            let compile_context = InvocationContext {
+                stage: Stage::Compile,
+                ..*context
+            };
+            let (mut event, _) = self
+                .run_invocation(lease, &compile_context, 0, &Invocation::default(), warnings)
+                .await?;
+            // A build made elsewhere comes back to be hashed here.
+            if let Some(remote) = engine_files
+                && matches!(event.outcome, Outcome::Exited { exit_code: 0 })
+                && let Err(message) = remote
+                    .fetch_build(context.docker, build_dir, self.options.engine_timeout)
+                    .await
+            {
+                event.outcome = Outcome::SandboxError { message };
+            }
+            compile = Some(compile_event(event, build_dir));
         }
         // A build that failed decides every case the same way.
         let failed_build = compile.as_ref().and_then(CompileEvent::case_event);
@@ -557,26 +670,13 @@ impl Inner {
                 events.push(InvocationEvent::not_run(reason.clone()));
                 continue;
             }
-            let ran = self
-                .run_invocation(lease, &context, index, invocation, &mut warnings)
-                .await;
-            let (event, stop) = match ran {
-                Ok(ran) => ran,
-                Err(error) => return lost(error, workspace),
-            };
+            let (event, stop) = self
+                .run_invocation(lease, context, index, invocation, warnings)
+                .await?;
             events.push(event);
             stop_reason = stop;
         }
-        if let Err(warning) = workspace.remove() {
-            warnings.push(warning);
-        }
-        Ok(ProgramRun {
-            profile: profile.name.clone(),
-            program_sha256: sha256_hex(program),
-            events,
-            sandbox_warnings: warnings,
-            compile,
-        })
+        Ok((events, compile))
     }
 
     /// One invocation, run again alone when its timeout must be confirmed,

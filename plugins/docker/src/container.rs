@@ -1,12 +1,11 @@
 //! The hardened container specification for one invocation.
 
 use std::collections::HashMap;
-use std::path::Path;
 
-use bollard::models::{
-    ContainerCreateBody, HostConfig, HostConfigLogConfig, Mount, MountType, ResourcesUlimits,
-};
-use progscore_sandbox::{BUILD_PATH, RuntimeProfile, Stage};
+use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, ResourcesUlimits};
+use progscore_sandbox::{RuntimeProfile, Stage};
+
+use crate::delivery::Files;
 
 /// The gVisor runtime's name as it is usually registered.
 pub(crate) const GVISOR_RUNTIME: &str = "runsc";
@@ -34,10 +33,8 @@ pub(crate) struct Placement<'a> {
     pub image: &'a str,
     /// The OCI runtime, resolved (the engine's default when the profile names none).
     pub runtime: &'a str,
-    /// The program's file on the host, bind-mounted read-only.
-    pub program_on_host: &'a Path,
-    /// The build folder on the host, for profiles that compile.
-    pub build_on_host: Option<&'a Path>,
+    /// Where the program (and the build folder) come from.
+    pub files: &'a Files<'a>,
     /// Labels, the owner's among them.
     pub labels: HashMap<String, String>,
     /// The invocation's own parent cgroup, when progscore measures it.
@@ -89,23 +86,9 @@ pub(crate) fn container_spec(
         format!("rw,nosuid,nodev,size={},mode=1777", limits.tmp_bytes),
     )]);
 
-    let mut mounts = vec![Mount {
-        target: Some(profile.program_path()),
-        source: Some(placement.program_on_host.display().to_string()),
-        typ: Some(MountType::BIND),
-        read_only: Some(true),
-        ..Default::default()
-    }];
-    if let (Some(writable), Some(build)) = (profile.build_writable(stage), placement.build_on_host)
-    {
-        mounts.push(Mount {
-            target: Some(BUILD_PATH.into()),
-            source: Some(build.display().to_string()),
-            typ: Some(MountType::BIND),
-            read_only: Some(!writable),
-            ..Default::default()
-        });
-    }
+    let mounts = placement
+        .files
+        .mounts(profile, profile.build_writable(stage));
     let host_config = HostConfig {
         network_mode: Some("none".into()),
         log_config: Some(HostConfigLogConfig {

@@ -14,7 +14,6 @@
 //! failure means is the backend's core, and reads best in one place.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::Duration;
 
 use bollard::Docker;
@@ -33,6 +32,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::container::{Placement, container_spec};
+use crate::delivery::Files;
 use crate::engine::{EngineFacts, ImageFacts, describe, is_transport_error};
 use crate::health::EngineHealth;
 use crate::options::{DockerOptions, OWNER_LABEL};
@@ -57,10 +57,10 @@ pub(crate) struct InvocationContext<'a> {
     pub owner: &'a str,
     pub cgroups: Option<&'a Cgroups>,
     pub load: &'a Load,
-    pub program_on_host: &'a Path,
+    /// Where the program and the build folder come from.
+    pub files: &'a Files<'a>,
     /// The compile (writable build folder) or a case (read-only).
     pub stage: Stage,
-    pub build_on_host: Option<&'a Path>,
     pub token: &'a CancellationToken,
 }
 
@@ -163,8 +163,7 @@ pub(crate) async fn run(
         Placement {
             image: &artifact,
             runtime: context.runtime,
-            program_on_host: context.program_on_host,
-            build_on_host: context.build_on_host,
+            files: context.files,
             labels: HashMap::from([
                 (OWNER_LABEL.to_string(), context.owner.to_string()),
                 ("progscore.profile".to_string(), profile.name.clone()),

@@ -15,6 +15,7 @@
 
 mod client;
 mod container;
+mod delivery;
 mod engine;
 mod health;
 mod invocation;

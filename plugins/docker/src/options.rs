@@ -157,6 +157,13 @@ impl Endpoint {
         }
     }
 
+    /// Whether the engine is on this host (a unix socket): it sees this
+    /// host's files, and its cgroups are this host's. Programs reach other
+    /// engines through volumes.
+    pub fn is_local(&self) -> bool {
+        matches!(self, Endpoint::Unix(_))
+    }
+
     /// The address as users write it.
     pub fn url(&self) -> String {
         match self {

@@ -54,6 +54,9 @@ pub(crate) struct PooledEngine {
     pub active: ActiveContainers,
     /// Whether a probe is waiting for it to answer again.
     probing: AtomicBool,
+    /// Whether this client left something on it that only a sweep by
+    /// label can find (a remote call's volumes).
+    unswept: AtomicBool,
 }
 
 /// The names of containers a call is using on one engine.
@@ -154,6 +157,7 @@ impl PooledEngine {
             in_flight: AtomicUsize::new(0),
             active: ActiveContainers::default(),
             probing: AtomicBool::new(false),
+            unswept: AtomicBool::new(false),
         }
     }
 
@@ -243,12 +247,27 @@ impl PooledEngine {
                 self.keep_leftover(owner, leftover);
             }
         }
-        let none_left = self.lock_leftovers().is_empty();
+        if self.unswept.swap(false, Ordering::SeqCst)
+            && let Err(e) =
+                remove_owned_except(&engine.docker, owner.name(), &self.active.snapshot()).await
+        {
+            warnings.push(e);
+            self.unswept.store(true, Ordering::SeqCst);
+        }
+        let none_left = !self.has_leftovers();
         (warnings, none_left)
     }
 
     pub(crate) fn has_leftovers(&self) -> bool {
-        !self.lock_leftovers().is_empty()
+        !self.lock_leftovers().is_empty() || self.unswept.load(Ordering::SeqCst)
+    }
+
+    /// Notes that this client left something on the engine that its sweep
+    /// by label must remove (at the next call, its return, or the next
+    /// start's sweep of this owner).
+    pub(crate) fn must_be_swept(&self, owner: &Owner) {
+        owner.keep_for_sweep();
+        self.unswept.store(true, Ordering::SeqCst);
     }
 
     fn lock_leftovers(&self) -> std::sync::MutexGuard<'_, Vec<Leftover>> {
@@ -320,14 +339,19 @@ fn open(endpoint: &Endpoint, timeout: Duration) -> Result<Docker, bollard::error
         Endpoint::Tcp {
             address,
             tls: Some(tls),
-        } => Docker::connect_with_ssl(
-            address,
-            &tls.key,
-            &tls.cert,
-            &tls.ca,
-            seconds,
-            API_DEFAULT_VERSION,
-        ),
+        } => {
+            // rustls picks no provider by itself when several are compiled
+            // in; one installed before (by anyone) is kept.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            Docker::connect_with_ssl(
+                address,
+                &tls.key,
+                &tls.cert,
+                &tls.ca,
+                seconds,
+                API_DEFAULT_VERSION,
+            )
+        }
         Endpoint::Ssh { address, key } => Docker::connect_with_ssh(
             &format!("ssh://{address}"),
             seconds,

@@ -66,7 +66,65 @@ async fn remove_all_of(docker: &Docker, dead: &str) -> bool {
             }
         }
     }
+    // The volumes of its calls on engines elsewhere, once no container uses them.
+    match remove_volumes_except(docker, dead, &HashSet::new()).await {
+        Ok(0) => {}
+        Ok(removed) => {
+            tracing::warn!("removed {removed} volume(s) left by progscore process {dead}");
+        }
+        Err(e) => {
+            clean = false;
+            tracing::warn!("{e}");
+        }
+    }
     clean
+}
+
+/// Removes `owner`'s volumes on one engine except those in `active`; how
+/// many it removed.
+async fn remove_volumes_except(
+    docker: &Docker,
+    owner: &str,
+    active: &HashSet<String>,
+) -> Result<usize, String> {
+    let filters = HashMap::from([("label".to_string(), vec![format!("{OWNER_LABEL}={owner}")])]);
+    let options = bollard::query_parameters::ListVolumesOptionsBuilder::new()
+        .filters(&filters)
+        .build();
+    let volumes = docker
+        .list_volumes(Some(options))
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot list the volumes of {owner}: {}",
+                engine::describe(&e)
+            )
+        })?
+        .volumes
+        .unwrap_or_default();
+    let mut removed = 0;
+    for volume in volumes {
+        if active.contains(&volume.name) {
+            continue;
+        }
+        let options = bollard::query_parameters::RemoveVolumeOptionsBuilder::new()
+            .force(true)
+            .build();
+        match docker.remove_volume(&volume.name, Some(options)).await {
+            Ok(()) => removed += 1,
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {}
+            Err(err) => {
+                return Err(format!(
+                    "cannot remove volume {}: {}",
+                    volume.name,
+                    engine::describe(&err)
+                ));
+            }
+        }
+    }
+    Ok(removed)
 }
 
 /// Removes this live owner's containers on one engine except those its
@@ -97,7 +155,7 @@ pub(crate) async fn remove_owned_except(
             }
         }
     }
-    Ok(removed)
+    Ok(removed + remove_volumes_except(docker, owner, active).await?)
 }
 
 fn force_remove() -> bollard::query_parameters::RemoveContainerOptions {

@@ -27,7 +27,8 @@ pub use invocation::{Invocation, InvocationError, MAX_ARG_BYTES, MAX_ARGV_BYTES,
 pub use owner::{DeadOwner, Owner, OwnerError, default_owner_root, ensure_private_root};
 pub use profile::{
     Artifact, BUILD_PATH, Backend, CompileStep, DEFAULT_DOCKER_USER, ImageRef, Limits, LimitsSpec,
-    PartialLimitsSpec, PinnedFile, ProfileError, ProfileSpec, RuntimeProfile, Stage, is_sha256_hex,
+    PartialLimitsSpec, PinnedFile, ProfileError, ProfileSpec, RuntimeProfile, SANDBOX_DIR, Stage,
+    is_sha256_hex,
 };
 pub use run::{
     CapturedStream, CompileEvent, InvocationEvent, Outcome, ProgramRun, Provenance, ResourceUsage,

@@ -169,6 +169,17 @@ impl InvocationEvent {
             provenance: None,
         }
     }
+
+    /// An event for an invocation the sandbox could not run (nothing is
+    /// known about the program from it).
+    pub fn sandbox_error(message: impl Into<String>) -> Self {
+        InvocationEvent {
+            outcome: Outcome::SandboxError {
+                message: message.into(),
+            },
+            ..InvocationEvent::not_run("")
+        }
+    }
 }
 
 /// How an invocation ended.

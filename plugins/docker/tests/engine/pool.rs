@@ -330,3 +330,120 @@ async fn a_pool_with_every_engine_gone_refuses_the_call_naming_each() {
         "{message}"
     );
 }
+
+/// The second engine over TCP with mutual TLS (scripts/second-engine.sh
+/// listens on 127.0.0.1:2376 with its own CA), as a remote engine is reached.
+fn remote_engine(name: &str, capacity: usize) -> EngineOptions {
+    let tls = Path::new("/var/lib/docker-second/tls");
+    EngineOptions {
+        name: name.into(),
+        endpoint: Endpoint::Tcp {
+            address: "127.0.0.1:2376".into(),
+            tls: Some(progscore_docker::TlsFiles {
+                ca: tls.join("ca.pem"),
+                cert: tls.join("cert.pem"),
+                key: tls.join("key.pem"),
+            }),
+        },
+        capacity: Capacity::Fixed(capacity),
+    }
+}
+
+/// Volumes labelled with `owner` on the engine `docker`.
+async fn owned_volumes_on(docker: &Docker, owner: &str) -> Vec<String> {
+    let filters = std::collections::HashMap::from([(
+        "label".to_string(),
+        vec![format!("progscore.owner={owner}")],
+    )]);
+    let options = bollard::query_parameters::ListVolumesOptionsBuilder::new()
+        .filters(&filters)
+        .build();
+    docker
+        .list_volumes(Some(options))
+        .await
+        .expect("list volumes")
+        .volumes
+        .unwrap_or_default()
+        .into_iter()
+        .map(|v| v.name)
+        .collect()
+}
+
+/// An engine reached over TCP with TLS cannot see this host's files: the
+/// program reaches it in a volume, read-only for the program as the bind
+/// mount is, arguments and stdin arrive exactly, and nothing of the call
+/// (containers, volumes) is left on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_over_tls_gets_the_program_in_a_read_only_volume() {
+    let h = pool_harness(vec![profile(RUNC)], vec![remote_engine("remote", 2)]);
+    let found = h.client.preflight(RUNC).await.expect("preflight over TLS");
+    assert!(found.detail.contains("runtime runc"), "{}", found.detail);
+    let program = "import sys, os\n\
+        print(int(sys.argv[1]) ** 2, sys.stdin.read().strip())\n\
+        for path in (__file__, '/sandbox/other'):\n\
+        \x20   try:\n\
+        \x20       open(path, 'a').write('x')\n\
+        \x20       print('wrote', path)\n\
+        \x20   except OSError as e:\n\
+        \x20       print('refused', path, e.errno)\n";
+    let run = h
+        .client
+        .execute(
+            program.as_bytes(),
+            RUNC,
+            &[Invocation {
+                args: vec!["12".into()],
+                stdin: Some("from stdin".into()),
+            }],
+        )
+        .await
+        .expect("run");
+    assert_eq!(
+        stdout(&run, 0),
+        "144 from stdin\nrefused /sandbox/program 13\nrefused /sandbox/other 30\n",
+        "{run:#?}"
+    );
+    let second = second_docker();
+    assert!(owned_on(&second, h.client.owner()).await.is_empty());
+    assert!(owned_volumes_on(&second, h.client.owner()).await.is_empty());
+    h.assert_clean().await;
+}
+
+/// A compiled language on an engine over TLS: the build lives in a volume
+/// (writable for the compile, read-only for the cases) and comes back here
+/// to be hashed; the hash is the same as a build on the local engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_on_an_engine_over_tls_hashes_as_a_local_build() {
+    let c = profile("c");
+    let program = "#include <stdio.h>\nint main(void){FILE*f=fopen(\"/build/x\",\"w\");printf(\"%s\\n\", f?\"wrote\":\"refused\");return 0;}\n";
+    let remote = pool_harness(vec![c.clone()], vec![remote_engine("remote", 2)]);
+    let local = harness(vec![c]);
+    let case = [Invocation::default()];
+    let on_remote = remote
+        .client
+        .execute(program.as_bytes(), "c", &case)
+        .await
+        .expect("run over TLS");
+    let on_local = local
+        .client
+        .execute(program.as_bytes(), "c", &case)
+        .await
+        .expect("run here");
+    assert_eq!(stdout(&on_remote, 0), "refused\n", "{on_remote:#?}");
+    assert_eq!(stdout(&on_local, 0), "refused\n");
+    let hash = |run: &ProgramRun| {
+        run.compile
+            .as_ref()
+            .and_then(|c| c.artifact_sha256.clone())
+            .expect("a build hash")
+    };
+    assert_eq!(hash(&on_remote), hash(&on_local));
+    let second = second_docker();
+    assert!(
+        owned_volumes_on(&second, remote.client.owner())
+            .await
+            .is_empty()
+    );
+    remote.assert_clean().await;
+    local.assert_clean().await;
+}
