@@ -110,19 +110,8 @@ async fn remove_volumes_except(
         let options = bollard::query_parameters::RemoveVolumeOptionsBuilder::new()
             .force(true)
             .build();
-        match docker.remove_volume(&volume.name, Some(options)).await {
-            Ok(()) => removed += 1,
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => {}
-            Err(err) => {
-                return Err(format!(
-                    "cannot remove volume {}: {}",
-                    volume.name,
-                    engine::describe(&err)
-                ));
-            }
-        }
+        let result = docker.remove_volume(&volume.name, Some(options)).await;
+        removed += gone(result, || format!("volume {}", volume.name))?;
     }
     Ok(removed)
 }
@@ -142,20 +131,29 @@ pub(crate) async fn remove_owned_except(
         if active.contains(&name) {
             continue;
         }
-        match docker.remove_container(&id, Some(force_remove())).await {
-            Ok(()) => removed += 1,
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => {}
-            Err(err) => {
-                return Err(format!(
-                    "cannot remove container {name}: {}",
-                    engine::describe(&err)
-                ));
-            }
-        }
+        let result = docker.remove_container(&id, Some(force_remove())).await;
+        removed += gone(result, || format!("container {name}"))?;
     }
     Ok(removed + remove_volumes_except(docker, owner, active).await?)
+}
+
+/// 1 when a removal removed it, 0 when it was gone already (404), else
+/// why it stays.
+fn gone(
+    result: Result<(), bollard::errors::Error>,
+    what: impl Fn() -> String,
+) -> Result<usize, String> {
+    match result {
+        Ok(()) => Ok(1),
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(0),
+        Err(err) => Err(format!(
+            "cannot remove {}: {}",
+            what(),
+            engine::describe(&err)
+        )),
+    }
 }
 
 fn force_remove() -> bollard::query_parameters::RemoveContainerOptions {

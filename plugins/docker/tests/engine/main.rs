@@ -721,22 +721,7 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
 
 /// Names of the real engine's containers labelled with `owner`.
 async fn owned_by(owner: &str) -> Vec<String> {
-    let filters = std::collections::HashMap::from([(
-        "label".to_string(),
-        vec![format!("progscore.owner={owner}")],
-    )]);
-    let options = bollard::query_parameters::ListContainersOptionsBuilder::new()
-        .all(true)
-        .filters(&filters)
-        .build();
-    docker()
-        .list_containers(Some(options))
-        .await
-        .expect("list containers")
-        .into_iter()
-        .flat_map(|c| c.names.unwrap_or_default())
-        .map(|name| name.trim_start_matches('/').to_string())
-        .collect()
+    pool::owned_on(&docker(), owner).await
 }
 
 /// Returns once the client has a container running.

@@ -50,7 +50,7 @@ fn pool_harness(profiles: Vec<RuntimeProfile>, engines: Vec<EngineOptions>) -> H
 }
 
 /// Containers labelled with `owner` on the engine `docker`.
-async fn owned_on(docker: &Docker, owner: &str) -> Vec<String> {
+pub(crate) async fn owned_on(docker: &Docker, owner: &str) -> Vec<String> {
     let filters = std::collections::HashMap::from([(
         "label".to_string(),
         vec![format!("progscore.owner={owner}")],
