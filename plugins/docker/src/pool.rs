@@ -440,8 +440,8 @@ impl Pool {
         sweep_dead_owners(&self.owner_root, &connected, every_engine).await;
     }
 
-    /// Whether `engine` may run `profile`: the profile names it (or names
-    /// none), and it is not down.
+    /// Whether `engine` may run `profile`: the profile names it, or names
+    /// none.
     fn allows(profile: &RuntimeProfile, engine: &PooledEngine) -> bool {
         profile.engines.is_empty() || profile.engines.iter().any(|e| e == engine.name())
     }
@@ -748,5 +748,89 @@ impl Pool {
             .iter()
             .map(PooledEngine::capacity)
             .sum::<Option<usize>>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::Capacity;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn pool_of(capacities: &[usize]) -> (Pool, tempfile::TempDir) {
+        let root = tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .expect("owner root");
+        let options = DockerOptions {
+            engines: capacities
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| EngineOptions {
+                    capacity: Capacity::Fixed(n),
+                    ..EngineOptions::unix(format!("e{i}"), "/nonexistent.sock")
+                })
+                .collect(),
+            owner_root: root.path().to_path_buf(),
+            ..DockerOptions::default()
+        };
+        let owner = Owner::register(root.path(), "docker").expect("owner");
+        (Pool::new(&options, owner), root)
+    }
+
+    #[test]
+    fn programs_go_to_the_freest_engine_in_proportion_and_none_past_capacity() {
+        let (pool, _root) = pool_of(&[2, 4]);
+        let both = [0, 1];
+        let mut taken = Vec::new();
+        // Free room in proportion to capacity; the first configured when equal.
+        for expected in [0, 1, 1, 0, 1, 1] {
+            let lease = pool.take_freest(&both).expect("room left");
+            assert_eq!(lease.index, expected);
+            taken.push(lease);
+        }
+        assert!(pool.take_freest(&both).is_none(), "both engines are full");
+        assert_eq!(pool.engines[0].in_flight(), 2);
+        assert_eq!(pool.engines[1].in_flight(), 4);
+        // A program leaving frees its place on its engine.
+        let on_first = taken.iter().position(|l| l.index == 0).unwrap();
+        taken.remove(on_first);
+        assert_eq!(pool.take_freest(&both).map(|l| l.index), Some(0));
+        // Only the engines given are considered.
+        drop(taken);
+        assert_eq!(pool.take_freest(&[1]).map(|l| l.index), Some(1));
+    }
+
+    #[test]
+    fn an_unbounded_engine_always_has_room() {
+        let (mut pool, _root) = pool_of(&[1]);
+        pool.engines[0].options.capacity = Capacity::Unbounded;
+        let leases: Vec<_> = (0..100)
+            .map(|_| pool.take_freest(&[0]).expect("room"))
+            .collect();
+        assert_eq!(pool.engines[0].in_flight(), 100);
+        assert_eq!(pool.capacity(), None);
+        drop(leases);
+        assert_eq!(pool.engines[0].in_flight(), 0);
+    }
+
+    #[test]
+    fn a_profile_naming_engines_may_use_those_only() {
+        let (pool, _root) = pool_of(&[1, 1, 1]);
+        let mut profile = RuntimeProfile::from_spec("p", &docker_spec(), std::path::Path::new("."))
+            .expect("profile");
+        assert_eq!(pool.candidates(&profile), [0, 1, 2]);
+        profile.engines = vec!["e2".into(), "e0".into()];
+        assert_eq!(pool.candidates(&profile), [0, 2]);
+        assert_eq!(pool.capacity(), Some(3));
+    }
+
+    fn docker_spec() -> progscore_sandbox::ProfileSpec {
+        serde_json::from_value(serde_json::json!({
+            "backend": "docker",
+            "image": format!("sha256:{}", "a".repeat(64)),
+            "command": ["python3"],
+        }))
+        .expect("spec")
     }
 }
