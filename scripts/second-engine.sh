@@ -36,6 +36,12 @@ DOCKERD_LOG="/var/log/progscore-dockerd-second.log"
 # mounts): the CA, its server certificate and a client certificate.
 TLS_ADDR="127.0.0.1:2376"
 TLS_DIR="$DATA_ROOT/tls"
+# And over SSH, as `docker -H ssh://` reaches an engine: an sshd of its own on
+# the loopback (key login for root only), whose sessions run `docker system
+# dial-stdio` against this engine (bollard's SSH transport does that).
+SSH_PORT=22
+SSH_DIR="$DATA_ROOT/ssh"
+SSHD_PIDFILE="/run/progscore-second-sshd.pid"
 REGISTRY_ADDR="127.0.0.1:5000"
 # /usr/bin/docker: the Debian client that matches the engine's API (another
 # docker may come first on PATH).
@@ -71,6 +77,75 @@ tls_up() {
     timeout 10 "$DOCKER" --tlsverify --tlscacert "$TLS_DIR/ca.pem" \
         --tlscert "$TLS_DIR/cert.pem" --tlskey "$TLS_DIR/key.pem" \
         -H "tcp://$TLS_ADDR" info >/dev/null 2>&1
+}
+
+# Key login as root over 127.0.0.1:$SSH_PORT, with its own host key, client
+# key and known_hosts line, all under $SSH_DIR.
+ssh_args() {
+    printf '%s\n' -p "$SSH_PORT" -i "$SSH_DIR/id_ed25519" -o BatchMode=yes \
+        -o "UserKnownHostsFile=$SSH_DIR/known_hosts" -o StrictHostKeyChecking=yes
+}
+
+ssh_up() {
+    local args
+    mapfile -t args < <(ssh_args)
+    timeout 10 ssh "${args[@]}" root@127.0.0.1 docker version >/dev/null 2>&1
+}
+
+ensure_ssh() {
+    local started
+    started="$(now_ms)"
+    if ! command -v sshd >/dev/null 2>&1 && [ ! -x /usr/sbin/sshd ]; then
+        log "installing openssh-server (the engine is also reached over SSH)"
+        # Installed, not started as a system service: this script runs its own.
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+        chmod +x /usr/sbin/policy-rc.d
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null ||
+            { rm -f /usr/sbin/policy-rc.d; apt-get update -qq;
+              printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d;
+              DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null; }
+        rm -f /usr/sbin/policy-rc.d
+    fi
+    mkdir -p "$SSH_DIR" /run/sshd
+    chmod 700 "$SSH_DIR"
+    [ -s "$SSH_DIR/host_key" ] || ssh-keygen -q -t ed25519 -N '' -f "$SSH_DIR/host_key"
+    [ -s "$SSH_DIR/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -f "$SSH_DIR/id_ed25519"
+    cp "$SSH_DIR/id_ed25519.pub" "$SSH_DIR/authorized_keys"
+    # Port 22: bollard's SSH transport takes no port (another one would need
+    # a Host alias in ~/.ssh/config), and known_hosts names port 22 plainly.
+    printf '127.0.0.1 %s\n' "$(cut -d' ' -f1,2 "$SSH_DIR/host_key.pub")" > "$SSH_DIR/known_hosts"
+    cat > "$SSH_DIR/sshd_config" <<CONFIG
+Port $SSH_PORT
+ListenAddress 127.0.0.1
+HostKey $SSH_DIR/host_key
+PidFile $SSHD_PIDFILE
+AuthorizedKeysFile $SSH_DIR/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+SetEnv DOCKER_HOST=$HOST PATH=/usr/bin:/bin:/usr/sbin:/sbin
+CONFIG
+    if ssh_up; then
+        return
+    fi
+    if [ -s "$SSHD_PIDFILE" ]; then
+        kill "$(cat "$SSHD_PIDFILE")" 2>/dev/null || true
+        sleep 0.2
+    fi
+    /usr/sbin/sshd -f "$SSH_DIR/sshd_config" -E /var/log/progscore-second-sshd.log
+    local i
+    for ((i = 0; i < 20; i++)); do
+        if ssh_up; then
+            log "sshd answers on 127.0.0.1:$SSH_PORT (docker over SSH) after $(since "$started")"
+            return
+        fi
+        sleep 0.5
+    done
+    log "sshd on 127.0.0.1:$SSH_PORT did not come up; last lines of /var/log/progscore-second-sshd.log:"
+    tail -15 /var/log/progscore-second-sshd.log >&2 || true
+    exit 1
 }
 
 # A CA, a server certificate for 127.0.0.1 and a client certificate, made
@@ -327,6 +402,7 @@ cmd_start() {
         start_dockerd
     fi
     ensure_images
+    ensure_ssh
     log "start: ready in $(since "$started")"
 }
 

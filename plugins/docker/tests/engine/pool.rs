@@ -447,3 +447,43 @@ async fn a_build_on_an_engine_over_tls_hashes_as_a_local_build() {
     remote.assert_clean().await;
     local.assert_clean().await;
 }
+
+/// The second engine over SSH (scripts/second-engine.sh runs an sshd on
+/// 127.0.0.1:22 whose sessions reach it), through bollard's SSH transport:
+/// the program is delivered in volumes as to any engine elsewhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_over_ssh_runs_programs_as_the_local_one() {
+    let engine = EngineOptions {
+        name: "over-ssh".into(),
+        endpoint: Endpoint::Ssh {
+            address: "root@127.0.0.1".into(),
+            key: Some("/var/lib/docker-second/ssh/id_ed25519".into()),
+        },
+        capacity: Capacity::Fixed(2),
+    };
+    let h = pool_harness(vec![profile(RUNC)], vec![engine]);
+    let report = h.client.diagnose().await.remove(0);
+    assert!(report.engine_ok, "{report:?}");
+    assert_eq!(report.endpoint, "ssh://root@127.0.0.1");
+    let invocations = [
+        Invocation {
+            args: vec!["6".into()],
+            stdin: None,
+        },
+        Invocation {
+            args: vec!["-4".into()],
+            stdin: None,
+        },
+    ];
+    let run = h
+        .client
+        .execute(SQUARE.as_bytes(), RUNC, &invocations)
+        .await
+        .expect("run over SSH");
+    assert_eq!(stdout(&run, 0), "36\n", "{run:#?}");
+    assert_eq!(stdout(&run, 1), "16\n");
+    let second = second_docker();
+    assert!(owned_on(&second, h.client.owner()).await.is_empty());
+    assert!(owned_volumes_on(&second, h.client.owner()).await.is_empty());
+    h.assert_clean().await;
+}
