@@ -136,3 +136,78 @@ fn a_batch_over_two_engines_runs_on_both_and_gets_the_verdicts_of_one() {
         "the same attempts, whichever engine"
     );
 }
+
+/// Containers (and volumes) of progscore process `pid` on the engine at `engine`.
+fn left_on(engine: &str, pid: u32) -> Vec<String> {
+    let owner = format!("progscore-docker-{pid}-");
+    let mut left = Vec::new();
+    for what in [
+        &["ps", "-a", "--format", "{{.Label \"progscore.owner\"}}"][..],
+        &["volume", "ls", "--format", "{{.Label \"progscore.owner\"}}"][..],
+    ] {
+        let output = std::process::Command::new("docker")
+            .args(["-H", engine])
+            .args(what)
+            .output()
+            .expect("the docker CLI runs");
+        assert!(output.status.success(), "{}", stderr(&output));
+        left.extend(
+            String::from_utf8_lossy(&output.stdout)
+                .lines()
+                .filter(|label| label.starts_with(&owner))
+                .map(|label| format!("{} {label}", what[0])),
+        );
+    }
+    left
+}
+
+/// Stopped by SIGTERM while programs run on both engines, a batch leaves
+/// nothing on either; killed by SIGKILL, what it left on both is swept by
+/// the next progscore start.
+#[test]
+fn a_batch_over_two_engines_stopped_by_a_signal_leaves_nothing_on_either() {
+    let engines = [LOCAL_ENGINE.to_string(), second_engine()];
+    for (signal, status) in [(libc::SIGTERM, Some(143)), (libc::SIGKILL, None)] {
+        let dir = Dir::new();
+        dir.edit_config(two_engines);
+        dir.write("batch.jsonl", batch(24, 2.0).0);
+        let mut child = dir
+            .command()
+            .args(["score", "batch.jsonl"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start progscore");
+        let pid = child.id();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while engines.iter().any(|engine| left_on(engine, pid).is_empty()) {
+            assert!(
+                std::time::Instant::now() < until,
+                "no program ever ran on both engines"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+        unsafe {
+            libc::kill(i32::try_from(pid).unwrap(), signal);
+        }
+        let exited = child.wait().expect("reaped");
+        assert_eq!(exited.code(), status, "signal {signal}");
+        if signal == libc::SIGKILL {
+            let doctor = dir.run(&["doctor"]);
+            assert_eq!(doctor.status.code(), Some(0), "{}", stderr(&doctor));
+        }
+        for engine in &engines {
+            let left = left_on(engine, pid);
+            assert!(
+                left.is_empty(),
+                "signal {signal}: left on {engine}: {left:?}"
+            );
+        }
+        assert!(
+            dir.owner_leftovers().is_empty(),
+            "signal {signal}: {:?}",
+            dir.owner_leftovers()
+        );
+    }
+}

@@ -21,6 +21,10 @@ pub(crate) async fn sweep_dead_owners(owner_root: &Path, engines: &[&Engine], ev
         let mut clean = every_engine;
         for engine in engines {
             clean &= remove_all_of(&engine.docker, dead.name()).await;
+        }
+        // Only once no engine runs its containers: engines of one host share
+        // its cgroups.
+        for engine in engines {
             if let Some(cgroups) = &engine.cgroups
                 && let Err(e) = cgroups.remove_owner(dead.name())
             {
