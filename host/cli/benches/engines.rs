@@ -12,13 +12,25 @@
 //! Every run's stdout is checked, and the pool rounds count the programs per
 //! engine from the provenance's `engine_name` (both engines must run some).
 //!
+//! A second table, "delivery to an engine elsewhere", then runs the same
+//! batch on the second engine alone, capacity C each way: through its unix
+//! socket (the program bind-mounted from this host) and the very same engine
+//! over mutual TLS at tcp://127.0.0.1:2376 (the program in volumes filled
+//! through a never-started loader container's archive API, as for an engine
+//! on another machine). Both reach one daemon on the same CPUs, so the ratio
+//! tls/unix is what delivering through volumes and TLS costs, not a slower
+//! machine; the engine's ID is compared over both ways first. Its rounds are
+//! interleaved too (unix, tls; tls, unix; ...: the order alternates), every
+//! run's stdout is checked, and the figure is the median ratio tls/unix.
+//!
 //! `cargo bench -p progscore --bench engines` after `scripts/setup.sh` and
 //! `bash scripts/second-engine.sh start`. PROGSCORE_BENCH_PROGRAMS sets the
 //! programs per run (default 60), PROGSCORE_BENCH_JOBS the total concurrency
-//! C (default 6), PROGSCORE_BENCH_ROUNDS the rounds (default 3);
-//! PROGSCORE_CONFIG the config (default the workspace's progscore.toml),
-//! PROGSCORE_SECOND_ENGINE the second engine (default
-//! unix:///run/docker-second.sock).
+//! C (default 6), PROGSCORE_BENCH_ROUNDS the rounds of each table (default
+//! 3); PROGSCORE_CONFIG the config (default the workspace's progscore.toml),
+//! PROGSCORE_SECOND_ENGINE the second engine's socket (default
+//! unix:///run/docker-second.sock; its TLS address and files are those of
+//! `scripts/second-engine.sh`: 127.0.0.1:2376, /var/lib/docker-second/tls).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,6 +43,9 @@ use progscore_docker::{Capacity, DockerOptions, Endpoint, EngineOptions};
 use progscore_sandbox::{Invocation, Outcome, SandboxClient};
 
 const PROFILE: &str = "python";
+/// The second engine over mutual TLS (`scripts/second-engine.sh`).
+const SECOND_TLS_ADDRESS: &str = "127.0.0.1:2376";
+const SECOND_TLS_DIR: &str = "/var/lib/docker-second/tls";
 
 fn main() {
     let env = |name: &str, default: usize| {
@@ -97,7 +112,13 @@ fn main() {
         runtime
             .block_on(backends.preflight(PROFILE))
             .unwrap_or_else(|e| panic!("{label}: preflight: {e}"));
-        runtime.block_on(run_batch(backends, &format!("warm-{label}"), jobs, jobs));
+        runtime.block_on(run_batch(
+            backends,
+            &format!("warm-{label}"),
+            jobs,
+            jobs,
+            "first",
+        ));
     }
 
     println!(
@@ -109,15 +130,26 @@ fn main() {
     let mut rows = Vec::new();
     let mut pool_engines: BTreeMap<String, usize> = BTreeMap::new();
     for round in 1..=rounds {
-        let (one_wall, _) =
-            runtime.block_on(run_batch(&one, &format!("r{round}-one"), count, jobs));
-        let (pool_wall, engines) =
-            runtime.block_on(run_batch(&pool, &format!("r{round}-pool"), count, jobs));
+        let (one_wall, _) = runtime.block_on(run_batch(
+            &one,
+            &format!("r{round}-one"),
+            count,
+            jobs,
+            "first",
+        ));
+        let (pool_wall, engines) = runtime.block_on(run_batch(
+            &pool,
+            &format!("r{round}-pool"),
+            count,
+            jobs,
+            "first",
+        ));
         let (implicit_wall, _) = runtime.block_on(run_batch(
             &implicit,
             &format!("r{round}-implicit"),
             count,
             jobs,
+            "first",
         ));
         assert!(
             engines.contains_key("first") && engines.contains_key("second"),
@@ -176,6 +208,162 @@ fn main() {
     } else {
         println!("  pool overhead {overhead:+.1}%: NOT under 10% (target missed)");
     }
+    drop((one, pool, implicit));
+
+    // Delivery to an engine elsewhere: the second engine alone, on its unix
+    // socket (bind mounts) and over TLS (volumes), capacity C each.
+    let tls_endpoint = second_tls_endpoint();
+    assert!(Endpoint::Unix(second_socket.clone()).is_local() && !tls_endpoint.is_local());
+    let unix = client(vec![engine(
+        "second",
+        Endpoint::Unix(second_socket.clone()),
+        jobs,
+    )]);
+    let tls = client(vec![engine("second-tls", tls_endpoint.clone(), jobs)]);
+    runtime.block_on(check_pool(&unix, &second_socket));
+    runtime.block_on(check_pool(&tls, &second_socket));
+    runtime.block_on(require_same_engine(&second_socket, &tls_endpoint));
+    for (label, backends) in [("unix", &unix), ("tls", &tls)] {
+        runtime
+            .block_on(backends.preflight(PROFILE))
+            .unwrap_or_else(|e| panic!("{label}: preflight: {e}"));
+        runtime.block_on(run_batch(
+            backends,
+            &format!("warm-{label}"),
+            jobs,
+            jobs,
+            label,
+        ));
+    }
+
+    println!();
+    println!(
+        "delivery to an engine elsewhere: {count} programs x 2 cases, {jobs} at a time, on the \
+         second engine alone (capacity {jobs}): its unix socket {} (bind mounts) vs the same \
+         engine over TLS at {} (volumes); {rounds} interleaved rounds, the order alternating",
+        Endpoint::Unix(second_socket.clone()).url(),
+        tls_endpoint.url()
+    );
+    let mut delivery_rows = Vec::new();
+    for round in 1..=rounds {
+        let mut unix_wall = Duration::ZERO;
+        let mut tls_wall = Duration::ZERO;
+        let order = if round % 2 == 1 {
+            ["unix", "tls"]
+        } else {
+            ["tls", "unix"]
+        };
+        for label in order {
+            let (backends, wall) = if label == "unix" {
+                (&unix, &mut unix_wall)
+            } else {
+                (&tls, &mut tls_wall)
+            };
+            let (elapsed, engines) = runtime.block_on(run_batch(
+                backends,
+                &format!("d{round}-{label}"),
+                count,
+                jobs,
+                label,
+            ));
+            assert_eq!(
+                engines.keys().collect::<Vec<_>>(),
+                [label],
+                "round {round}: {engines:?}"
+            );
+            *wall = elapsed;
+        }
+        delivery_rows.push((round, unix_wall, tls_wall));
+    }
+
+    println!();
+    println!(
+        "  {:>5} {:>9} {:>11} {:>9} {:>11} {:>9}",
+        "round", "unix (s)", "programs/s", "tls (s)", "programs/s", "tls/unix"
+    );
+    let mut delivery_ratios = Vec::new();
+    for (round, unix_wall, tls_wall) in &delivery_rows {
+        let ratio = tls_wall.as_secs_f64() / unix_wall.as_secs_f64();
+        delivery_ratios.push(ratio);
+        println!(
+            "  {:>5} {:>9.2} {:>11.2} {:>9.2} {:>11.2} {:>9.3}",
+            round,
+            unix_wall.as_secs_f64(),
+            per_second(*unix_wall),
+            tls_wall.as_secs_f64(),
+            per_second(*tls_wall),
+            ratio
+        );
+    }
+    let delivery_median = crate::median(&mut delivery_ratios);
+    println!("  median tls/unix: {delivery_median:.3}");
+    println!(
+        "  delivery through volumes over TLS: {:+.1}% wall time",
+        (delivery_median - 1.0) * 100.0
+    );
+}
+
+/// The second engine over mutual TLS, with the client files of
+/// `scripts/second-engine.sh`.
+fn second_tls_endpoint() -> Endpoint {
+    let dir = Path::new(SECOND_TLS_DIR);
+    let files = progscore_docker::TlsFiles {
+        ca: dir.join("ca.pem"),
+        cert: dir.join("cert.pem"),
+        key: dir.join("key.pem"),
+    };
+    for file in [&files.ca, &files.cert, &files.key] {
+        assert!(
+            file.exists(),
+            "no {}: run bash scripts/second-engine.sh start",
+            file.display()
+        );
+    }
+    Endpoint::Tcp {
+        address: SECOND_TLS_ADDRESS.into(),
+        tls: Some(files),
+    }
+}
+
+/// The engine over TLS is the one on the socket (same engine ID), so the
+/// second table compares two ways to one daemon, not two daemons.
+/// Called after the TLS client reached the engine: that installed rustls's
+/// process-wide crypto provider, which bollard's TLS transport needs.
+async fn require_same_engine(socket: &Path, tls: &Endpoint) {
+    let Endpoint::Tcp {
+        address,
+        tls: Some(files),
+    } = tls
+    else {
+        panic!("not a TLS endpoint: {}", tls.url());
+    };
+    let unix = bollard::Docker::connect_with_unix(
+        &socket.display().to_string(),
+        10,
+        bollard::API_DEFAULT_VERSION,
+    )
+    .expect("the second engine's socket");
+    let remote = bollard::Docker::connect_with_ssl(
+        address,
+        &files.key,
+        &files.cert,
+        &files.ca,
+        10,
+        bollard::API_DEFAULT_VERSION,
+    )
+    .unwrap_or_else(|e| panic!("cannot open {}: {e}", tls.url()));
+    let unix_id = unix.info().await.expect("info over the socket").id;
+    let remote_id = remote
+        .info()
+        .await
+        .unwrap_or_else(|e| panic!("info over {}: {e}", tls.url()))
+        .id;
+    assert!(
+        unix_id.is_some() && unix_id == remote_id,
+        "unix://{} ({unix_id:?}) and {} ({remote_id:?}) are not the same engine",
+        socket.display(),
+        tls.url()
+    );
 }
 
 /// The second engine's socket (PROGSCORE_SECOND_ENGINE, a unix:// URL).
@@ -225,7 +413,7 @@ async fn check_pool(pool: &Backends, second: &Path) {
     let reports = pool.docker_report().await.expect("a Docker client");
     for report in &reports {
         let profile_ok = report.profiles.iter().all(|p| p.ok);
-        let hint = if report.name == "second" {
+        let hint = if report.name.starts_with("second") {
             format!(
                 "; run bash scripts/second-engine.sh start (socket unix://{})",
                 second.display()
@@ -251,12 +439,13 @@ async fn check_pool(pool: &Backends, second: &Path) {
 
 /// Runs `count` distinct programs (distinct per `tag`), `jobs` at a time,
 /// checks every case's stdout; returns the wall time and the programs per
-/// engine (`first` for a client of one engine, whose provenance names none).
+/// engine (`single` for a client of one engine, whose provenance names none).
 async fn run_batch(
     backends: &Backends,
     tag: &str,
     count: usize,
     jobs: usize,
+    single: &str,
 ) -> (Duration, BTreeMap<String, usize>) {
     let programs: Vec<(String, [i64; 2])> = (0..count)
         .map(|i| {
@@ -294,7 +483,7 @@ async fn run_batch(
                         .provenance
                         .as_ref()
                         .and_then(|p| p.engine_name.clone())
-                        .unwrap_or_else(|| "first".into()),
+                        .unwrap_or_else(|| single.to_string()),
                 );
             }
             assert_eq!(names.len(), 1, "{tag}: one program, one engine: {names:?}");
