@@ -425,6 +425,25 @@ impl InvocationCgroup {
         Some(WaitSample { waits, throttled })
     }
 
+    /// Sends SIGKILL to every process still in the invocation's cgroups (in
+    /// any hierarchy, at any depth); how many there were. A runtime's init
+    /// whose `run` was killed before it started the program waits there for
+    /// good, and nothing else would end it. The cgroup is the invocation's
+    /// alone, so nothing else is touched.
+    pub fn kill_remaining(&self) -> usize {
+        let mut pids = std::collections::BTreeSet::new();
+        for hierarchy in &self.cgroups.hierarchies {
+            collect_procs(&self.dir(hierarchy), &mut pids);
+        }
+        for &pid in &pids {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        pids.len()
+    }
+
     /// Removes the container's cgroup (if the runtime left it) and the
     /// parent, in every hierarchy. A folder already gone is fine.
     pub fn remove(&self) -> Result<(), String> {
@@ -480,6 +499,24 @@ pub async fn cpu_limit_reached(
             && now.saturating_sub(at_start) >= limit
         {
             return;
+        }
+    }
+}
+
+/// The pids in `dir`'s `cgroup.procs` and those of its sub-folders.
+fn collect_procs(dir: &Path, pids: &mut std::collections::BTreeSet<libc::pid_t>) {
+    if let Ok(procs) = fs::read_to_string(dir.join("cgroup.procs")) {
+        pids.extend(
+            procs
+                .lines()
+                .filter_map(|line| line.trim().parse::<libc::pid_t>().ok()),
+        );
+    }
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                collect_procs(&entry.path(), pids);
+            }
         }
     }
 }

@@ -246,6 +246,14 @@ pub(crate) async fn remove(
     {
         problems.push(format!("failed to remove container {name}: {e}"));
     }
+    // What the runtime left running in the cgroup (an init whose `run` was
+    // killed during its start): killed, and given a moment to exit.
+    for _ in 0..100 {
+        if cgroup.kill_remaining() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     if let Err(e) = cgroup.remove() {
         problems.push(e);
     }
