@@ -497,6 +497,7 @@ impl Lifecycle<'_, '_> {
         }
 
         let state = self.inspect().await?.state.unwrap_or_default();
+        let killed_by_us = timed_out.is_some();
         let outcome = if state.oom_killed == Some(true) {
             Outcome::MemoryLimit
         } else if state.running == Some(true) {
@@ -534,6 +535,18 @@ impl Lifecycle<'_, '_> {
             peak_memory_bytes: cgroup.peak_memory(),
             cpu_wait_ms: starved.map(millis),
         });
+        // The engine can miss an OOM kill (the exit can reach it before the
+        // OOM event, seen under gVisor). The invocation's own cgroup records
+        // that the program's memory reached its cap: a SIGKILL there, not
+        // sent by progscore, is the cap's.
+        let at_cap = usage
+            .as_ref()
+            .and_then(|u| u.peak_memory_bytes)
+            .is_some_and(|peak| peak >= limits.memory_bytes);
+        let outcome = match outcome {
+            Outcome::Exited { exit_code: 137 } if !killed_by_us && at_cap => Outcome::MemoryLimit,
+            other => other,
+        };
         Ok(Observed {
             outcome,
             duration: window,
