@@ -109,16 +109,7 @@ fn main() {
     // warm-up batch per client (connections, image checks, sweeps), untimed.
     runtime.block_on(check_pool(&pool, &second_socket));
     for (label, backends) in [("one", &one), ("pool", &pool), ("implicit", &implicit)] {
-        runtime
-            .block_on(backends.preflight(PROFILE))
-            .unwrap_or_else(|e| panic!("{label}: preflight: {e}"));
-        runtime.block_on(run_batch(
-            backends,
-            &format!("warm-{label}"),
-            jobs,
-            jobs,
-            "first",
-        ));
+        warm_up(&runtime, label, backends, jobs, "first");
     }
 
     println!(
@@ -224,16 +215,7 @@ fn main() {
     runtime.block_on(check_pool(&tls, &second_socket));
     runtime.block_on(require_same_engine(&second_socket, &tls_endpoint));
     for (label, backends) in [("unix", &unix), ("tls", &tls)] {
-        runtime
-            .block_on(backends.preflight(PROFILE))
-            .unwrap_or_else(|e| panic!("{label}: preflight: {e}"));
-        runtime.block_on(run_batch(
-            backends,
-            &format!("warm-{label}"),
-            jobs,
-            jobs,
-            label,
-        ));
+        warm_up(&runtime, label, backends, jobs, label);
     }
 
     println!();
@@ -498,6 +480,27 @@ async fn run_batch(
         *per_engine.entry(name).or_default() += 1;
     }
     (wall, per_engine)
+}
+
+/// The client's preflight, then one untimed batch (connections, image
+/// checks, sweeps); a single engine's programs count as `count_as`.
+fn warm_up(
+    runtime: &tokio::runtime::Runtime,
+    label: &str,
+    backends: &Backends,
+    jobs: usize,
+    count_as: &str,
+) {
+    runtime
+        .block_on(backends.preflight(PROFILE))
+        .unwrap_or_else(|e| panic!("{label}: preflight: {e}"));
+    runtime.block_on(run_batch(
+        backends,
+        &format!("warm-{label}"),
+        jobs,
+        jobs,
+        count_as,
+    ));
 }
 
 fn median(values: &mut [f64]) -> f64 {
