@@ -225,6 +225,50 @@ impl Cgroups {
         }
     }
 
+    /// Ends every process left in the cgroups of `owner`, an owner that is
+    /// provably gone and whose containers no engine holds any more; how many
+    /// there were. An engine that crashed mid-start leaves a runtime's init
+    /// waiting in its container's cgroup for good, and nothing else would
+    /// end it. Returns once they left the cgroups (or a short bound passed:
+    /// the removal that follows then reports what stays).
+    pub fn kill_owner_processes(&self, owner: &str) -> usize {
+        let tops: Vec<PathBuf> = self
+            .hierarchies
+            .iter()
+            .map(|hierarchy| hierarchy.join(ROOT).join(owner))
+            .collect();
+        let remaining = || {
+            let mut pids = std::collections::BTreeSet::new();
+            for top in &tops {
+                collect_procs(top, &mut pids);
+            }
+            pids
+        };
+        let pids = remaining();
+        for &pid in &pids {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        let until = std::time::Instant::now() + OWNER_KILL_BOUND;
+        while !pids.is_empty() && std::time::Instant::now() < until {
+            let left = remaining();
+            if left.is_empty() {
+                break;
+            }
+            // Sent again: a process may have forked between the listing and the kill.
+            for &pid in &left {
+                // SAFETY: as above.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        pids.len()
+    }
+
     /// Removes every cgroup folder of `owner` (depth first). Folders still
     /// holding processes cannot be removed; they are reported.
     pub fn remove_owner(&self, owner: &str) -> Result<(), String> {
@@ -478,6 +522,10 @@ impl InvocationCgroup {
 
 /// `rmdir` of a cgroup folder and its sub-folders, deepest first. cgroup
 /// folders hold only kernel files, which go with the folder.
+/// How long the processes a dead owner left are given to leave its cgroups
+/// once killed (they are gone within milliseconds unless the kernel is stuck).
+const OWNER_KILL_BOUND: Duration = Duration::from_secs(5);
+
 /// How often a CPU-time limit is checked against the cgroup's counter.
 const CPU_LIMIT_POLL: Duration = Duration::from_millis(20);
 

@@ -269,7 +269,13 @@ impl SandboxClient for DockerClient {
         // removal, each bounded by the engine timeout.
         let cleanup_bound = self.inner.options.engine_timeout * 3 + Duration::from_secs(10);
         let task = spawn_guarded(self.runtime(), cleanup_bound, |token| async move {
-            inner.run(&program, &profile, &invocations, &token).await
+            // Not done if the task is dropped mid-cleanup (its bound overran
+            // and the client stopped): the owner's record then stays, so the
+            // next start's sweep finds what the call left.
+            let cleanup = inner.pool.owner.cleanup_pending();
+            let run = inner.run(&program, &profile, &invocations, &token).await;
+            cleanup.done();
+            run
         });
         Box::pin(async move {
             task.await.map_err(|e| SandboxError::Setup {
@@ -708,7 +714,7 @@ impl Inner {
                     Slot::Shared(self.schedule.read().await)
                 }
             };
-            let _slot = tokio::select! {
+            let slot = tokio::select! {
                 biased;
                 () = token.cancelled() => {
                     return Ok((InvocationEvent::not_run("the call was cancelled"),
@@ -717,6 +723,10 @@ impl Inner {
                 slot = slot => slot,
             };
             let mut result = invocation::run(context, index, invocation, alone).await;
+            // Held for the invocation only: a call waiting out its engine's
+            // outage below must not keep a confirmation run on another
+            // engine (which takes the schedule whole) waiting with it.
+            drop(slot);
             warnings.extend(result.warnings);
             if let Some(leftover) = result.leftover.take() {
                 pooled.keep_leftover(owner, leftover);

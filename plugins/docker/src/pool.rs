@@ -79,7 +79,7 @@ impl ActiveContainers {
         }
     }
 
-    fn snapshot(&self) -> HashSet<String> {
+    pub(crate) fn snapshot(&self) -> HashSet<String> {
         self.lock().clone()
     }
 
@@ -248,8 +248,7 @@ impl PooledEngine {
             }
         }
         if self.unswept.swap(false, Ordering::SeqCst)
-            && let Err(e) =
-                remove_owned_except(&engine.docker, owner.name(), &self.active.snapshot()).await
+            && let Err(e) = remove_owned_except(&engine.docker, owner.name(), &self.active).await
         {
             warnings.push(e);
             self.unswept.store(true, Ordering::SeqCst);
@@ -703,12 +702,8 @@ impl Pool {
                 engine.health.described()
             ));
         };
-        let removed = remove_owned_except(
-            &connected.docker,
-            self.owner.name(),
-            &engine.active.snapshot(),
-        )
-        .await?;
+        let removed =
+            remove_owned_except(&connected.docker, self.owner.name(), &engine.active).await?;
         if removed > 0 {
             tracing::warn!(
                 "removed {removed} container(s) this process left on the Docker engine {} \

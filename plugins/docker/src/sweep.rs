@@ -9,7 +9,7 @@ use progscore_sandbox::{Owner, SandboxError};
 
 use crate::engine;
 use crate::options::{OWNER_KIND, OWNER_LABEL};
-use crate::pool::Engine;
+use crate::pool::{ActiveContainers, Engine};
 
 /// Removes what progscore processes that are provably gone left behind:
 /// their containers on every engine given, their cgroups and workspace
@@ -23,11 +23,24 @@ pub(crate) async fn sweep_dead_owners(owner_root: &Path, engines: &[&Engine], ev
             clean &= remove_all_of(&engine.docker, dead.name()).await;
         }
         // Only once no engine runs its containers: engines of one host share
-        // its cgroups.
+        // its cgroups. What is still in them then belongs to no container
+        // (a runtime's init left by an engine that crashed mid-start): it
+        // is ended, or its cgroups could never be removed.
         for engine in engines {
-            if let Some(cgroups) = &engine.cgroups
-                && let Err(e) = cgroups.remove_owner(dead.name())
-            {
+            let Some(cgroups) = &engine.cgroups else {
+                continue;
+            };
+            if clean {
+                let killed = cgroups.kill_owner_processes(dead.name());
+                if killed > 0 {
+                    tracing::warn!(
+                        "ended {killed} process(es) left in the cgroups of progscore process {} \
+                         (no engine holds its containers any more)",
+                        dead.name()
+                    );
+                }
+            }
+            if let Err(e) = cgroups.remove_owner(dead.name()) {
                 clean = false;
                 tracing::warn!("{e}");
             }
@@ -71,7 +84,7 @@ async fn remove_all_of(docker: &Docker, dead: &str) -> bool {
         }
     }
     // The volumes of its calls on engines elsewhere, once no container uses them.
-    match remove_volumes_except(docker, dead, &HashSet::new()).await {
+    match remove_volumes_except(docker, dead, HashSet::new).await {
         Ok(0) => {}
         Ok(removed) => {
             tracing::warn!("removed {removed} volume(s) left by progscore process {dead}");
@@ -84,12 +97,13 @@ async fn remove_all_of(docker: &Docker, dead: &str) -> bool {
     clean
 }
 
-/// Removes `owner`'s volumes on one engine except those in `active`; how
-/// many it removed.
+/// Removes `owner`'s volumes on one engine except those `in_use` names
+/// (asked after the listing: see [`remove_owned_except`]); how many it
+/// removed.
 async fn remove_volumes_except(
     docker: &Docker,
     owner: &str,
-    active: &HashSet<String>,
+    in_use: impl Fn() -> HashSet<String>,
 ) -> Result<usize, String> {
     let filters = HashMap::from([("label".to_string(), vec![format!("{OWNER_LABEL}={owner}")])]);
     let options = bollard::query_parameters::ListVolumesOptionsBuilder::new()
@@ -106,6 +120,7 @@ async fn remove_volumes_except(
         })?
         .volumes
         .unwrap_or_default();
+    let active = in_use();
     let mut removed = 0;
     for volume in volumes {
         if active.contains(&volume.name) {
@@ -122,23 +137,30 @@ async fn remove_volumes_except(
 
 /// Removes this live owner's containers on one engine except those its
 /// calls are using (`active`, by name); how many it removed.
+///
+/// What is in use is read after the listing, never before: a name is held
+/// from before its container is created until its removal was tried, so a
+/// container listed here is either still held when the set is read or
+/// finished with. Read before, a container created in between (a rerun)
+/// would be listed but not known to be in use, and removed under its call.
 pub(crate) async fn remove_owned_except(
     docker: &Docker,
     owner: &str,
-    active: &HashSet<String>,
+    active: &ActiveContainers,
 ) -> Result<usize, String> {
     let containers = list_owned(docker, owner)
         .await
         .map_err(|e| format!("cannot list this process's containers: {e}"))?;
+    let in_use = active.snapshot();
     let mut removed = 0;
     for (id, name) in containers {
-        if active.contains(&name) {
+        if in_use.contains(&name) {
             continue;
         }
         let result = docker.remove_container(&id, Some(force_remove())).await;
         removed += gone(result, || format!("container {name}"))?;
     }
-    Ok(removed + remove_volumes_except(docker, owner, active).await?)
+    Ok(removed + remove_volumes_except(docker, owner, || active.snapshot()).await?)
 }
 
 /// 1 when a removal removed it, 0 when it was gone already (404), else

@@ -179,7 +179,13 @@ impl SandboxClient for OciClient {
         // ends, its exit, a delete, each bounded by the runtime timeout.
         let cleanup_bound = self.inner.options.runtime_timeout * 4 + Duration::from_secs(10);
         let task = spawn_guarded(self.runtime(), cleanup_bound, |token| async move {
-            inner.run(&program, &profile, &invocations, &token).await
+            // Not done if the task is dropped mid-cleanup (its bound overran
+            // and the client stopped): the owner's record then stays, so the
+            // next start's sweep finds what the call left.
+            let cleanup = inner.owner.cleanup_pending();
+            let run = inner.run(&program, &profile, &invocations, &token).await;
+            cleanup.done();
+            run
         });
         Box::pin(async move {
             task.await.map_err(|e| SandboxError::Setup {

@@ -24,7 +24,9 @@ pub use canonical::{canonical_json, sha256_hex};
 pub use capture::StreamCapture;
 pub use client::{BoxFuture, Preflight, SandboxClient, SandboxError};
 pub use invocation::{Invocation, InvocationError, MAX_ARG_BYTES, MAX_ARGV_BYTES, MAX_STDIN_BYTES};
-pub use owner::{DeadOwner, Owner, OwnerError, default_owner_root, ensure_private_root};
+pub use owner::{
+    CleanupPending, DeadOwner, Owner, OwnerError, default_owner_root, ensure_private_root,
+};
 pub use profile::{
     Artifact, BUILD_PATH, Backend, CompileStep, DEFAULT_DOCKER_USER, ImageRef, Limits, LimitsSpec,
     PartialLimitsSpec, PinnedFile, ProfileError, ProfileSpec, RuntimeProfile, SANDBOX_DIR, Stage,

@@ -39,6 +39,38 @@ pub struct Owner {
     /// Set when things of this owner could not be removed (a container on an
     /// engine that went away): its files then stay for the next sweep.
     keep_for_sweep: std::sync::atomic::AtomicBool,
+    /// Set for good when a call's cleanup was abandoned before it ended (its
+    /// bound overran, then the client's runtime stopped): what it had not
+    /// removed yet is findable only through this owner's record.
+    cleanup_abandoned: std::sync::atomic::AtomicBool,
+}
+
+/// A call of an [`Owner`] whose cleanup has not ended yet. Ended with
+/// [`CleanupPending::done`]; dropped without it (the call's task dropped
+/// mid-cleanup), it keeps the owner's record for the next sweep.
+#[derive(Debug)]
+#[must_use = "a pending cleanup must be marked done when the call has cleaned up"]
+pub struct CleanupPending<'a> {
+    owner: &'a Owner,
+    done: bool,
+}
+
+impl CleanupPending<'_> {
+    /// The call has removed everything it created (or recorded what it
+    /// could not remove with [`Owner::keep_for_sweep`]).
+    pub fn done(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for CleanupPending<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.owner
+                .cleanup_abandoned
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
 }
 
 /// An owner that is provably gone, held locked while its leftovers are removed.
@@ -152,6 +184,7 @@ impl Owner {
             lock_path,
             _lock: lock,
             keep_for_sweep: std::sync::atomic::AtomicBool::new(false),
+            cleanup_abandoned: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -178,6 +211,15 @@ impl Owner {
     pub fn keep_for_sweep_no_more(&self) {
         self.keep_for_sweep
             .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Marks the start of a call that creates things of this owner; the
+    /// owner's record outlives the client unless the call's cleanup ends.
+    pub fn cleanup_pending(&self) -> CleanupPending<'_> {
+        CleanupPending {
+            owner: self,
+            done: false,
+        }
     }
 
     /// Owners of `kind` under `root` that are provably gone, each held
@@ -234,10 +276,13 @@ impl Owner {
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        if self
+        let keep = self
             .keep_for_sweep
             .load(std::sync::atomic::Ordering::SeqCst)
-        {
+            || self
+                .cleanup_abandoned
+                .load(std::sync::atomic::Ordering::SeqCst);
+        if keep {
             return;
         }
         // Everything in the folder belongs to calls that are over by now;
@@ -366,6 +411,36 @@ mod tests {
         let dead = Owner::dead_owners(&root, "docker");
         assert_eq!(dead.len(), 1);
         assert_eq!(dead[0].name(), name);
+    }
+
+    #[test]
+    fn a_call_whose_cleanup_was_abandoned_keeps_the_record_for_the_sweep() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().join("owners");
+        let owner = Owner::register(&root, "docker").unwrap();
+        let name = owner.name().to_string();
+        owner.cleanup_pending().done();
+        let abandoned = owner.cleanup_pending();
+        // What a runtime's shutdown does to a task still cleaning up.
+        drop(abandoned);
+        // Even once the leftovers it knew of are gone.
+        owner.keep_for_sweep_no_more();
+        drop(owner);
+        let dead = Owner::dead_owners(&root, "docker");
+        assert_eq!(dead.len(), 1, "the record stays for the sweep");
+        assert_eq!(dead[0].name(), name);
+    }
+
+    #[test]
+    fn calls_that_cleaned_up_leave_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().join("owners");
+        let owner = Owner::register(&root, "docker").unwrap();
+        for _ in 0..3 {
+            owner.cleanup_pending().done();
+        }
+        drop(owner);
+        assert_eq!(fs::read_dir(&root).unwrap().count(), 0);
     }
 
     #[test]

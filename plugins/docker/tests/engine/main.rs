@@ -975,6 +975,64 @@ async fn leftovers_of_a_killed_progscore_are_swept_before_anything_runs() {
     remove_for_real(&foreign_container).await;
 }
 
+/// An engine killed mid-start leaves a runtime's init in the cgroup of a
+/// container it no longer knows. Once the owner is provably dead and no
+/// engine holds its containers, the next client ends what is left in its
+/// cgroups and removes them, then forgets the owner; before, the cgroups
+/// stayed busy for good and every later start warned about them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_left_in_a_dead_owners_cgroups_are_ended_and_the_cgroups_removed() {
+    let pids_hierarchy = Path::new("/sys/fs/cgroup/pids");
+    if !pids_hierarchy.join("cgroup.procs").exists() {
+        eprintln!("skipped: no cgroup v1 pids hierarchy here");
+        return;
+    }
+    let root = private_tempdir();
+    let dead = format!("progscore-docker-{}-crashed", std::process::id());
+    std::fs::write(root.path().join(format!("{dead}.lock")), b"").unwrap();
+    let owner_cgroup = pids_hierarchy.join("progscore").join(&dead);
+    let leaf = owner_cgroup.join("progscore-gone-0");
+    std::fs::create_dir_all(&leaf).unwrap();
+    // Stands for the runtime's init: a process nothing will ever end.
+    let mut left = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .expect("sleep");
+    std::fs::write(leaf.join("cgroup.procs"), left.id().to_string()).unwrap();
+
+    let client = DockerClient::new(
+        vec![profile(RUNC)],
+        DockerOptions {
+            owner_root: root.path().to_path_buf(),
+            ..DockerOptions::default()
+        },
+    )
+    .expect("client");
+    let report = client.diagnose().await.remove(0);
+    assert!(report.engine_ok, "{report:?}");
+    let status = left.try_wait().expect("wait");
+    let ended = match status {
+        Some(status) => status,
+        None => {
+            let _ = left.kill();
+            panic!("the process left in the dead owner's cgroup still runs");
+        }
+    };
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&ended),
+        Some(9),
+        "ended by SIGKILL"
+    );
+    assert!(
+        !owner_cgroup.exists(),
+        "the dead owner's cgroups are still there"
+    );
+    assert!(
+        !root.path().join(format!("{dead}.lock")).exists(),
+        "the dead owner is not forgotten"
+    );
+}
+
 /// The created container is what the profile says: no log driver, swap
 /// equal to memory (no swap), the CPU quota, the pids limit, the user.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -300,6 +300,86 @@ async fn a_program_moves_when_its_engine_stops_answering_and_the_engine_is_swept
     h.assert_clean().await;
 }
 
+/// A call waiting out its engine's outage gives up its place in the
+/// client's schedule: a timeout on another engine that must be confirmed
+/// alone (it takes the schedule whole) runs meanwhile, instead of waiting as
+/// long as the outage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_for_its_engine_does_not_hold_up_a_confirmation_on_another() {
+    let mut proxy = proxy::EngineProxy::start_for(&second_socket());
+    let mut on_flaky = profile_with(RUNC, |spec| spec.engines = Some(vec!["flaky".into()]));
+    on_flaky.name = "on-flaky".into();
+    let mut on_steady = profile_with(RUNC, |spec| {
+        spec.engines = Some(vec!["steady".into()]);
+        spec.limits.timeout = "1s".into();
+    });
+    on_steady.name = "on-steady".into();
+    let root = private_tempdir();
+    let client = DockerClient::new(
+        vec![on_flaky, on_steady],
+        DockerOptions {
+            owner_root: root.path().to_path_buf(),
+            engines: vec![
+                engine("flaky", proxy.socket(), 4),
+                engine("steady", Path::new("/var/run/docker.sock"), 4),
+            ],
+            // Far longer than the test may take: before the fix, the
+            // confirmation waited for all of it.
+            outage_wait: Duration::from_secs(600),
+            ..DockerOptions::default()
+        },
+    )
+    .expect("client");
+    let one = [Invocation::default()];
+    let waiting = client.execute(
+        b"import time\nprint('started', flush=True)\ntime.sleep(2)\nprint('done')\n",
+        "on-flaky",
+        &one,
+    );
+    // Writes all the time and uses little CPU: its timeout is not proven
+    // unless it runs alone.
+    let chatty = "import time\nwhile True:\n    print('tick', flush=True)\n    time.sleep(0.005)\n";
+    let second = second_docker();
+    let confirmation = async {
+        for _ in 0..400 {
+            if !owned_on(&second, client.owner()).await.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(
+            !owned_on(&second, client.owner()).await.is_empty(),
+            "the program never started on the flaky engine"
+        );
+        proxy.stop();
+        let run = tokio::time::timeout(
+            Duration::from_secs(120),
+            client.execute(chatty.as_bytes(), "on-steady", &one),
+        )
+        .await
+        .expect("the confirmation waited for the other engine's outage")
+        .expect("run");
+        proxy.restart();
+        run
+    };
+    let (waited, confirmed) = tokio::join!(waiting, confirmation);
+    assert!(
+        confirmed
+            .sandbox_warnings
+            .iter()
+            .any(|w| w.contains("ran again with no other program beside it")),
+        "{confirmed:#?}"
+    );
+    assert_eq!(
+        confirmed.events[0].outcome.kind(),
+        "timed_out",
+        "{confirmed:#?}"
+    );
+    let waited = waited.expect("the flaky engine came back within the outage wait");
+    assert_eq!(stdout(&waited, 0), "started\ndone\n", "{waited:#?}");
+    drop(client);
+}
+
 /// With every engine of the pool gone past the outage wait, a call is
 /// refused, naming each engine and why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
