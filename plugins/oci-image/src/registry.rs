@@ -32,6 +32,10 @@ impl Registry {
         } else {
             ClientProtocol::HttpsExcept(options.http_registries.clone())
         };
+        // One TLS crypto provider in the whole build (ring, as bollard's):
+        // oci-client is built without its own, so it uses the process's.
+        // One installed before (by anyone) is kept.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = oci_client::Client::new(ClientConfig {
             protocol,
             // Indexes are resolved by this crate, from the verified index.

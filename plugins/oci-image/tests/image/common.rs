@@ -60,6 +60,8 @@ pub fn python_reference() -> String {
 }
 
 fn registry_client() -> Client {
+    // The build has one TLS provider and oci-client none of its own.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     Client::new(ClientConfig {
         protocol: ClientProtocol::HttpsExcept(vec![REGISTRY.to_owned()]),
         ..ClientConfig::default()
