@@ -6,16 +6,33 @@ set -euo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 
+# A phase that fails is reported and the others still run (one failing test
+# must not hide the Python package's results); the script fails at the end.
+# `phase --required` stops everything: nothing after it can run without it.
+failed=()
 phase() {
+    local required=false
+    if [[ "$1" == "--required" ]]; then
+        required=true
+        shift
+    fi
     local name="$1"
     shift
     local started=$SECONDS
     echo "[test] ${name}..." >&2
-    "$@"
-    echo "[test] ${name}: $((SECONDS - started)) s" >&2
+    if "$@"; then
+        echo "[test] ${name}: $((SECONDS - started)) s" >&2
+    else
+        local status=$?
+        echo "[test] ${name}: FAILED (status ${status}) after $((SECONDS - started)) s" >&2
+        failed+=("${name}")
+        if [[ "$required" == true ]]; then
+            exit "$status"
+        fi
+    fi
 }
 
-phase "setup" bash scripts/setup.sh
+phase --required "setup" bash scripts/setup.sh
 export PROGSCORE_CONFIG="$REPO_ROOT/progscore.toml"
 # The language tests need every language's image: built (mostly downloads
 # and unpacking) while cargo compiles, then the config names them all. The
@@ -27,8 +44,10 @@ languages_log="$(mktemp)"
 { bash scripts/setup.sh --languages all && bash scripts/second-engine.sh start; } \
     > "$languages_log" 2>&1 &
 languages_pid=$!
+# Formatting first: it takes a second and says at once what to fix.
+phase "format" cargo fmt --all --check
 # The end-to-end tests drive the built binary.
-phase "build" cargo build --locked -p progscore
+phase --required "build" cargo build --locked -p progscore
 language_images() {
     if ! wait "$languages_pid"; then
         cat "$languages_log" >&2
@@ -36,25 +55,35 @@ language_images() {
     fi
     grep -E 'built|ready|second-engine\]' "$languages_log" >&2 || true
 }
-phase "language images and the second engine (beside the build)" language_images
+phase --required "language images and the second engine (beside the build)" language_images
 phase "tests" cargo test --workspace --all-features --locked --no-fail-fast "$@"
 # The Python package: built into a cached virtual environment (with the
 # workspace's dev build, so nothing is compiled twice), tested with pytest
 # against the real engine; its example, tests and benchmark checked by mypy --strict.
 python_package() {
+    # Each step checked by hand: `set -e` does not apply inside a phase's test.
     local venv=/var/cache/progscore/venv
     if ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then
         python3 -c 'import ensurepip, venv' 2>/dev/null ||
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null ||
+            return
         rm -rf "$venv"
-        python3 -m venv "$venv"
+        python3 -m venv "$venv" || return
     fi
-    "$venv/bin/pip" install -q -r host/python/requirements-test.txt
+    "$venv/bin/pip" install -q -r host/python/requirements-test.txt || return
     PATH="$venv/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" \
-        "$venv/bin/pip" install -q --no-build-isolation --force-reinstall --no-deps ./host/python
-    (cd host/python && "$venv/bin/python" -m pytest -q -p no:cacheprovider)
+        "$venv/bin/pip" install -q --no-build-isolation --force-reinstall --no-deps ./host/python ||
+        return
+    (cd host/python && "$venv/bin/python" -m pytest -q -p no:cacheprovider) || return
     (cd host/python && "$venv/bin/python" -m mypy --strict --cache-dir /var/cache/progscore/mypy tests benches)
 }
 phase "python package" python_package
+# Lints last (a check build of its own): every target, warnings are errors.
+phase "clippy" cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 # The guests' own unit tests (their workspace is apart: it builds for wasm32-wasip2).
 phase "guest unit tests" cargo test --locked --manifest-path guests/Cargo.toml --workspace
+echo "[test] total: $SECONDS s" >&2
+if ((${#failed[@]} > 0)); then
+    echo "[test] failed phases: ${failed[*]}" >&2
+    exit 1
+fi
