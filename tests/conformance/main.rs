@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use progscore::backends::Backends;
 use progscore_docker::{Capacity, DockerClient, DockerOptions, Endpoint, EngineOptions, TlsFiles};
+use progscore_runtime::backends::Backends;
 use progscore_sandbox::{
     Invocation, Outcome, ProfileSpec, ProgramRun, RuntimeProfile, SandboxClient, sha256_hex,
 };

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::scoring_common::{SQUARE, expect};
-use progscore::comparators::WasmComparators;
 use progscore_comparator_host::{ComparatorHost, HostOptions};
 use progscore_docker::{DockerClient, DockerOptions, OWNER_LABEL};
 use progscore_evidence::{EvidenceStore, ScoreStatus};
+use progscore_runtime::comparators::WasmComparators;
 use progscore_sandbox::{ProfileSpec, RuntimeProfile, SandboxError};
 use progscore_scoring::{
     EvidenceUse, ObservationRef, ProgramExecutionScorer, ProgramExecutionSource, ProgramInput,

@@ -14,9 +14,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use progscore::comparators::WasmComparators;
-use progscore::config::Config;
-use progscore::session::load_comparators;
+use progscore_runtime::comparators::WasmComparators;
+use progscore_runtime::config::Config;
+use progscore_runtime::session::load_comparators;
 use progscore_sandbox::SandboxClient;
 use progscore_sandbox::fake::{ScriptedClient, exited_event};
 use progscore_scoring::evidence::EvidenceStore;

@@ -23,7 +23,7 @@ use bollard::query_parameters::{
     StartContainerOptions, WaitContainerOptions,
 };
 use futures_util::StreamExt;
-use progscore::config::Config;
+use progscore_runtime::config::Config;
 
 /// The `score` command's default: 3 programs per core.
 fn default_jobs() -> usize {

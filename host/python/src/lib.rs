@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use progscore::backends::{Backends, WasiWorkers};
-use progscore::comparators::WasmComparators;
-use progscore::config::{Config, DockerSettings, UserComparator};
 use progscore_comparator_host::{ComparatorHost, HostOptions};
+use progscore_runtime::backends::{Backends, WasiWorkers};
+use progscore_runtime::comparators::WasmComparators;
+use progscore_runtime::config::{Config, DockerSettings, UserComparator};
 use progscore_sandbox::{Invocation, ProfileSpec, RuntimeProfile, SandboxClient};
 use progscore_scoring::evidence::{EvidenceStore, Observation, ScoreFilter};
 use progscore_scoring::{
@@ -86,7 +86,7 @@ impl NativeClient {
         NativeClient::build(
             profiles,
             DockerSettings::default(),
-            progscore::backends::OciOptions::default(),
+            progscore_runtime::backends::OciOptions::default(),
             Vec::new(),
         )
     }
@@ -158,7 +158,7 @@ impl NativeClient {
     fn build(
         profiles: Vec<RuntimeProfile>,
         docker: DockerSettings,
-        oci: progscore::backends::OciOptions,
+        oci: progscore_runtime::backends::OciOptions,
         comparators: Vec<UserComparator>,
     ) -> PyResult<NativeClient> {
         let backends = Backends::build(profiles.clone(), docker.options(), oci, wasi_workers())
@@ -257,6 +257,7 @@ impl NativeStore {
 #[pyclass(frozen, module = "progscore._native")]
 struct NativeScorer {
     scorer: Arc<ProgramExecutionScorer>,
+    backends: Arc<Backends>,
 }
 
 #[pymethods]
@@ -272,11 +273,19 @@ impl NativeScorer {
                 .map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
         }
         let comparators: Arc<dyn OutputComparator> = Arc::new(WasmComparators(Arc::new(host)));
+        let backends = client.backends.clone();
         let client: Arc<dyn SandboxClient> = client.backends.clone();
         let source = ProgramExecutionSource::new(client, store.store.clone());
         Ok(NativeScorer {
             scorer: Arc::new(ProgramExecutionScorer::new(source, comparators)),
+            backends,
         })
+    }
+
+    /// Programs in flight when the caller does not say: the runtime's batch
+    /// policy, as `progscore score` applies it.
+    fn default_jobs(&self) -> usize {
+        progscore_runtime::policy::default_jobs(self.backends.docker_capacity().unwrap_or(0))
     }
 
     /// Checks an expectation (JSON) as scoring would, running nothing.

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
-use progscore::config::Config;
-use progscore::session::load_comparators;
 use progscore_comparator_host::{ComparisonOutcome, ObservedStream};
+use progscore_runtime::config::Config;
+use progscore_runtime::session::load_comparators;
 
 use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_UNDETERMINED};
 

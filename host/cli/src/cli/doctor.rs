@@ -1,8 +1,8 @@
 //! `progscore doctor`: is each backend usable, and if not, why.
 
 use clap::Parser;
-use progscore::backends::Backends;
-use progscore::config::Config;
+use progscore_runtime::backends::Backends;
+use progscore_runtime::config::Config;
 
 use super::{EXIT_FAILED, EXIT_OK};
 

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use progscore::config::Config;
-use progscore::session::Session;
+use progscore_runtime::config::Config;
+use progscore_runtime::session::Session;
 use progscore_scoring::evidence::{ObservationFilter, ScoreFilter};
 use progscore_scoring::{ObservationRef, ReplayRequest, ScoringExpectation};
 

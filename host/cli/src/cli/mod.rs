@@ -13,7 +13,7 @@ mod score;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use progscore::config::{Config, DEFAULT_CONFIG};
+use progscore_runtime::config::{Config, DEFAULT_CONFIG};
 
 /// Exit status: everything done.
 pub const EXIT_OK: u8 = 0;
@@ -137,8 +137,8 @@ impl Terminations {
 }
 
 /// WASI guests run in worker processes that are this executable again.
-pub fn wasi_workers() -> progscore::backends::WasiWorkers {
-    use progscore::backends::WasiWorkers;
+pub fn wasi_workers() -> progscore_runtime::backends::WasiWorkers {
+    use progscore_runtime::backends::WasiWorkers;
     match progscore_wasi::WorkerCommand::current_exe() {
         Ok(command) => WasiWorkers::Command(command),
         Err(_) => WasiWorkers::Auto,

@@ -1,7 +1,7 @@
 //! `progscore profiles`: what is configured, and its fingerprint.
 
 use clap::Parser;
-use progscore::config::Config;
+use progscore_runtime::config::Config;
 use progscore_sandbox::Artifact;
 
 use super::EXIT_OK;

@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Parser;
-use progscore::config::Config;
 use progscore_report::{Limits, Report, ResultLines};
+use progscore_runtime::config::Config;
 use progscore_scoring::evidence::EvidenceStore;
 
 use super::EXIT_OK;

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use progscore::backends::Backends;
-use progscore::config::Config;
+use progscore_runtime::backends::Backends;
+use progscore_runtime::config::Config;
 use progscore_sandbox::{ByteString, Invocation, SandboxClient};
 
 use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, Terminations};

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use futures_util::StreamExt;
-use progscore::batch::{Batch, BatchItem, BatchLineError};
-use progscore::config::Config;
-use progscore::session::Session;
+use progscore_runtime::batch::{Batch, BatchItem, BatchLineError};
+use progscore_runtime::config::Config;
+use progscore_runtime::session::Session;
 use progscore_sandbox::SandboxError;
 use progscore_scoring::evidence::StoreError;
 use progscore_scoring::{
@@ -19,12 +19,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::{Output, Progress, Summary, result_line, verdict_word};
 use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, Terminations};
-
-/// Parallel programs by default, per core. Measured on a 2-core machine
-/// (`cargo bench -p progscore-docker --bench throughput`): throughput rises
-/// to 6 calls in flight and falls after; containers spend most of their
-/// life waiting on the engine, not on a core.
-const JOBS_PER_CORE: usize = 3;
 
 /// Rescored items written per transaction.
 const RESCORE_CHUNK: usize = 1000;
@@ -176,10 +170,7 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
         .unwrap_or(0);
     let jobs = args
         .jobs
-        .unwrap_or_else(|| {
-            let here = JOBS_PER_CORE * std::thread::available_parallelism().map_or(2, |n| n.get());
-            here.max(engines_take)
-        })
+        .unwrap_or_else(|| progscore_runtime::policy::default_jobs(engines_take))
         .max(1);
     let mut out = Output::open(args.out.as_ref())?;
     let mut progress = Progress::new(items.len() + refused_items.len());

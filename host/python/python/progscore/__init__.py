@@ -745,7 +745,8 @@ class ProgramExecutionScorer:
         default 3 per core, as ``progscore score --jobs``); the results come
         in the items' order, a refused item as its error."""
         if max_concurrency is None:
-            max_concurrency = 3 * (os.cpu_count() or 2)
+            # The runtime's batch policy, the same as the CLI's.
+            max_concurrency = self._native.default_jobs()
         gate = asyncio.Semaphore(max(1, max_concurrency))
 
         async def one(item: ScoringItem) -> Union[Score, ProgscoreError]:

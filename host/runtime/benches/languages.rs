@@ -4,7 +4,7 @@
 //! (`scripts/docker-compile-run-loop.sh`), at the same parallelism, in one
 //! run: wall time, programs/s and the ratio.
 //!
-//! `cargo bench -p progscore --bench languages` after
+//! `cargo bench -p progscore-runtime --bench languages` after
 //! `scripts/setup.sh --languages all`. PROGSCORE_BENCH_PROGRAMS sets how many
 //! programs per language (default 8); PROGSCORE_BENCH_JOBS the parallelism
 //! (default 4).
@@ -13,8 +13,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use progscore::backends::Backends;
-use progscore::config::Config;
+use progscore_runtime::backends::Backends;
+use progscore_runtime::config::Config;
 use progscore_sandbox::{Invocation, Outcome, SandboxClient};
 
 const LANGUAGES: [(&str, &str); 6] = [

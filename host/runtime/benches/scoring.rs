@@ -8,7 +8,7 @@
 //!    to end through the real Docker backend vs the same number run by the
 //!    backend alone. Target: <= 5%.
 //!
-//! The WebAssembly built-ins compare. `cargo bench -p progscore --bench scoring`
+//! The WebAssembly built-ins compare. `cargo bench -p progscore-runtime --bench scoring`
 //! (after scripts/setup.sh).
 
 #[path = "../../scoring/tests/common/mod.rs"]
@@ -17,12 +17,12 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use progscore::comparators::WasmComparators;
-use progscore::config::Config;
-use progscore::session::load_comparators;
 use progscore_evidence::{
     EvidenceStore, Observation, ScoreOrigin, ScoreRecord, ScoreStatus, now_rfc3339,
 };
+use progscore_runtime::comparators::WasmComparators;
+use progscore_runtime::config::Config;
+use progscore_runtime::session::load_comparators;
 use progscore_sandbox::fake::exited_event;
 use progscore_sandbox::{Invocation, ProgramRun, SandboxClient, sha256_hex};
 use progscore_scoring::{

@@ -6,7 +6,7 @@
 //! The same corpus of small programs, the same parallelism, in alternating
 //! order, with each pair's ratio and the median.
 //!
-//! `cargo bench -p progscore --bench oci` (after scripts/setup.sh).
+//! `cargo bench -p progscore-runtime --bench oci` (after scripts/setup.sh).
 //! PROGSCORE_BENCH_PROGRAMS sets how many programs (default 120),
 //! PROGSCORE_BENCH_JOBS the parallelism (default 4), PROGSCORE_BENCH_PAIRS
 //! the rounds (default 3).
@@ -16,9 +16,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use progscore::backends::Backends;
-use progscore::config::Config;
 use progscore_oci_image::{CacheOptions, ImageCache, MountPoints};
+use progscore_runtime::backends::Backends;
+use progscore_runtime::config::Config;
 use progscore_sandbox::{Invocation, Outcome, RuntimeProfile, SandboxClient};
 
 fn env_or(name: &str, default: usize) -> usize {

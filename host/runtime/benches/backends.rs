@@ -2,15 +2,15 @@
 //! parallelism, and through plain `python3` processes with no sandbox, in one
 //! run: wall time, programs/s, and the ratio to the no-sandbox baseline.
 //!
-//! `cargo bench -p progscore --bench backends` (after scripts/setup.sh).
+//! `cargo bench -p progscore-runtime --bench backends` (after scripts/setup.sh).
 //! PROGSCORE_BENCH_PROGRAMS sets how many programs (default 120).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use progscore::backends::Backends;
-use progscore::config::Config;
+use progscore_runtime::backends::Backends;
+use progscore_runtime::config::Config;
 use progscore_sandbox::{Invocation, Outcome, RuntimeProfile, SandboxClient};
 
 fn main() {

@@ -23,7 +23,7 @@
 //! interleaved too (unix, tls; tls, unix; ...: the order alternates), every
 //! run's stdout is checked, and the figure is the median ratio tls/unix.
 //!
-//! `cargo bench -p progscore --bench engines` after `scripts/setup.sh` and
+//! `cargo bench -p progscore-runtime --bench engines` after `scripts/setup.sh` and
 //! `bash scripts/second-engine.sh start`. PROGSCORE_BENCH_PROGRAMS sets the
 //! programs per run (default 60), PROGSCORE_BENCH_JOBS the total concurrency
 //! C (default 6), PROGSCORE_BENCH_ROUNDS the rounds of each table (default
@@ -37,9 +37,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use progscore::backends::{Backends, WasiWorkers};
-use progscore::config::Config;
 use progscore_docker::{Capacity, DockerOptions, Endpoint, EngineOptions};
+use progscore_runtime::backends::{Backends, WasiWorkers};
+use progscore_runtime::config::Config;
 use progscore_sandbox::{Invocation, Outcome, SandboxClient};
 
 const PROFILE: &str = "python";

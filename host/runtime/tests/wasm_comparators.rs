@@ -7,9 +7,9 @@ mod common;
 use std::sync::Arc;
 
 use common::{SQUARE, expect, profiles};
-use progscore::comparators::WasmComparators;
 use progscore_comparator_host::{ComparatorHost, HostOptions};
 use progscore_evidence::{EvidenceStore, ScoreStatus};
+use progscore_runtime::comparators::WasmComparators;
 use progscore_sandbox::fake::{ScriptedClient, exited_event};
 use progscore_sandbox::{ByteString, CapturedStream};
 use progscore_scoring::{
