@@ -13,6 +13,7 @@ use oci_spec::runtime::{
 };
 use progscore_sandbox::{BUILD_PATH, RuntimeProfile, Stage};
 
+use crate::apparmor;
 use crate::runtime::RuntimeKind;
 use crate::seccomp;
 
@@ -25,6 +26,38 @@ const GVISOR_PIDS_CGROUP: i64 = 4096;
 
 /// The size of `/dev` and `/dev/shm`, as Docker gives them.
 const DEV_SIZE: &str = "size=65536k";
+
+/// What Docker masks (`HostConfig.MaskedPaths`: moby's defaults, with
+/// `/sys/devices/virtual/powercap` since Docker 25): each is hidden behind
+/// `/dev/null` or an empty read-only tmpfs.
+pub(crate) const MASKED_PATHS: [&str; 11] = [
+    "/proc/asound",
+    "/proc/acpi",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+];
+
+/// What Docker makes read-only (`HostConfig.ReadonlyPaths`).
+pub(crate) const READONLY_PATHS: [&str; 5] = [
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+];
+
+/// Where the bundle mounts something directly in the image's tree: they
+/// must exist there beforehand, or the runtime would create them inside the
+/// shared, read-only cache (`/dev/pts`, `/dev/shm`, `/dev/mqueue` are in
+/// the `/dev` tmpfs).
+const TREE_MOUNT_POINTS: [&str; 4] = ["/proc", "/dev", "/sys", "/tmp"];
 
 /// What an invocation's container runs and where.
 pub(crate) struct Placement<'a> {
@@ -82,7 +115,12 @@ pub(crate) fn spec(
         i64::from(limits.pids)
     };
     let none = HashSet::new();
-    let process = ProcessBuilder::default()
+    let apparmor = apparmor::host();
+    let mut process = ProcessBuilder::default();
+    if *apparmor == apparmor::Host::Confined {
+        process = process.apparmor_profile(apparmor::PROFILE_NAME);
+    }
+    let process = process
         .terminal(false)
         .user(UserBuilder::default().uid(uid).gid(gid).build()?)
         .args(argv.clone())
@@ -137,25 +175,8 @@ pub(crate) fn spec(
         .resources(resources)
         .cgroups_path(placement.cgroups_path.clone())
         .seccomp(seccomp::profile())
-        .masked_paths(strings(&[
-            "/proc/asound",
-            "/proc/acpi",
-            "/proc/kcore",
-            "/proc/keys",
-            "/proc/latency_stats",
-            "/proc/timer_list",
-            "/proc/timer_stats",
-            "/proc/sched_debug",
-            "/proc/scsi",
-            "/sys/firmware",
-        ]))
-        .readonly_paths(strings(&[
-            "/proc/bus",
-            "/proc/fs",
-            "/proc/irq",
-            "/proc/sys",
-            "/proc/sysrq-trigger",
-        ]))
+        .masked_paths(strings(&MASKED_PATHS))
+        .readonly_paths(strings(&READONLY_PATHS))
         .build()?;
 
     let spec = SpecBuilder::default()
@@ -168,6 +189,11 @@ pub(crate) fn spec(
                 .build()?,
         )
         .hostname("sandbox")
+        // Which AppArmor profile confines the container, or why none does.
+        .annotations(std::collections::HashMap::from([(
+            apparmor::ANNOTATION.to_string(),
+            apparmor.annotation(),
+        )]))
         .mounts(mounts(profile, stage, placement)?)
         .linux(linux)
         .build()?;
@@ -253,6 +279,20 @@ fn mounts(
         );
     }
     Ok(mounts)
+}
+
+/// Every mount point the bundles of `profile` need in the image's tree:
+/// created when the tree is built (and covered by its digest), so that no
+/// container ever writes into the shared tree.
+pub(crate) fn mount_points(profile: &RuntimeProfile) -> progscore_oci_image::MountPoints {
+    let mut points = progscore_oci_image::MountPoints::new().file(profile.program_path());
+    for dir in TREE_MOUNT_POINTS {
+        points = points.dir(dir);
+    }
+    if profile.compile.is_some() {
+        points = points.dir(BUILD_PATH);
+    }
+    points
 }
 
 fn rlimit(

@@ -4,6 +4,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use progscore_container::Cgroups;
+use progscore_container::cgroup::owner_is_gone;
 use progscore_sandbox::Owner;
 use tokio::process::Command;
 
@@ -15,8 +16,8 @@ use crate::options::{OWNER_KIND, OciOptions};
 /// own state root, so no other container is ever touched), its cgroups, its
 /// state root, then its folder.
 pub(crate) async fn sweep_dead_owners(options: &OciOptions, cgroups: &Cgroups) {
-    cgroups.sweep_orphans(OWNER_KIND);
-    remove_empty_state_roots_of_dead_pids(&options.state_root);
+    cgroups.sweep_orphans(OWNER_KIND, &options.owner_root);
+    remove_empty_state_roots_of_gone_owners(&options.state_root, &options.owner_root);
     for dead in Owner::dead_owners(&options.owner_root, OWNER_KIND) {
         let state_root = options.state_root.join(dead.name());
         // A runtime that was still starting a container when its owner died
@@ -60,28 +61,23 @@ pub(crate) async fn sweep_dead_owners(options: &OciOptions, cgroups: &Cgroups) {
 }
 
 /// State roots are shared by every owner folder (one per `TMPDIR`): a
-/// process whose owner folder is gone (its temporary folder deleted after it
-/// died) leaves a state root no owner sweep will reach. One that holds no
-/// container state at all (only empty runtime folders) and whose pid is
-/// gone is removed: nothing of anyone is in it.
-fn remove_empty_state_roots_of_dead_pids(state_root: &Path) {
+/// process that ended after its owner folder was removed, or whose sweep
+/// could not finish, leaves a state root the owner sweep does not reach.
+/// One that holds no container state at all (only empty runtime folders)
+/// and whose owner is provably gone (its lock in `owner_root` can be taken)
+/// is removed: nothing of anyone is in it. Never by pid: a progscore in
+/// another PID namespace looks dead by its pid while it runs.
+fn remove_empty_state_roots_of_gone_owners(state_root: &Path, owner_root: &Path) {
     let prefix = format!("progscore-{OWNER_KIND}-");
     let Ok(entries) = std::fs::read_dir(state_root) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix(&prefix)
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<libc::pid_t>().ok())
-        else {
-            continue;
-        };
-        // SAFETY: signal 0 only checks that the process exists.
-        let alive = unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
-        if alive || !holds_only_empty_folders(&entry.path()) {
+        if !name.starts_with(&prefix)
+            || !owner_is_gone(owner_root, &name)
+            || !holds_only_empty_folders(&entry.path())
+        {
             continue;
         }
         if let Err(e) = std::fs::remove_dir_all(entry.path()) {
