@@ -513,6 +513,58 @@ mod tests {
         );
     }
 
+    /// Docker's `HostConfig.MaskedPaths` and `ReadonlyPaths` (of a running
+    /// container), and the AppArmor choice: the profile where the host has
+    /// AppArmor, otherwise a bundle that says none is applied and why.
+    #[test]
+    fn dockers_masked_paths_and_the_apparmor_choice_are_in_the_spec() {
+        let Bundle { spec, .. } = bundle(RuntimeKind::Runc, "runc");
+        let linux = spec.linux().as_ref().unwrap();
+        let masked = linux.masked_paths().as_ref().unwrap();
+        for path in [
+            "/proc/asound",
+            "/proc/acpi",
+            "/proc/kcore",
+            "/proc/keys",
+            "/proc/latency_stats",
+            "/proc/timer_list",
+            "/proc/timer_stats",
+            "/proc/sched_debug",
+            "/proc/scsi",
+            "/sys/firmware",
+            "/sys/devices/virtual/powercap",
+        ] {
+            assert!(masked.contains(&path.to_string()), "{path} is not masked");
+        }
+        let readonly = linux.readonly_paths().as_ref().unwrap();
+        for path in [
+            "/proc/bus",
+            "/proc/fs",
+            "/proc/irq",
+            "/proc/sys",
+            "/proc/sysrq-trigger",
+        ] {
+            assert!(readonly.contains(&path.to_string()), "{path} is writable");
+        }
+        let annotation = spec
+            .annotations()
+            .as_ref()
+            .and_then(|a| a.get(apparmor::ANNOTATION))
+            .expect("the bundle says which AppArmor profile applies");
+        let profile = spec.process().as_ref().unwrap().apparmor_profile();
+        match apparmor::host() {
+            apparmor::Host::Confined => {
+                assert_eq!(profile.as_deref(), Some(apparmor::PROFILE_NAME));
+                assert_eq!(annotation, apparmor::PROFILE_NAME);
+            }
+            other => {
+                println!("this host applies no AppArmor profile: {other:?}");
+                assert_eq!(profile, &None);
+                assert!(annotation.starts_with("none: "), "{annotation}");
+            }
+        }
+    }
+
     #[test]
     fn under_gvisor_the_process_limit_is_rlimit_nproc() {
         let runc = bundle(RuntimeKind::Runc, "runc").spec;
