@@ -541,6 +541,8 @@ fn unpack_and_install(
         if let Err(cleanup) = fs::remove_dir_all(&build) {
             tracing::warn!(path = %build.display(), error = %cleanup, "cannot remove a failed image build");
         }
+        // The image's folder, when nothing else is in it (a first build).
+        let _ = fs::remove_dir(layout.image(name));
         return Err(e);
     }
     let generation = layout.install(name, &build)?;
