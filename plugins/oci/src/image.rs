@@ -90,10 +90,13 @@ fn image_error(
 ) -> SandboxError {
     use progscore_oci_image::ImageError;
     match error {
-        // The registry did not answer: nothing is known, worth retrying.
-        ImageError::Registry { .. } => SandboxError::EngineUnavailable {
-            message: error.to_string(),
-        },
+        // The registry did not answer, or another preparation of the image
+        // held its lock past the bound: nothing is known, worth retrying.
+        ImageError::Registry { .. } | ImageError::LockTimeout { .. } => {
+            SandboxError::EngineUnavailable {
+                message: error.to_string(),
+            }
+        }
         ImageError::NotFound { .. } => SandboxError::ArtifactMissing {
             profile: profile.name.clone(),
             artifact: reference.to_string(),

@@ -363,29 +363,32 @@ async fn a_tree_judged_damaged_elsewhere_stays_under_a_running_program() {
     let client = OciClient::new(vec![waiting], options.clone()).unwrap();
     let program = "import signal\nsignal.signal(signal.SIGUSR1, lambda *a: None)\nsignal.pause()\nimport csv, subprocess, textwrap\nchild = subprocess.run(['python3', '-c', 'import email.mime.text; print(6 * 7)'], capture_output=True, text=True)\nprint(child.stdout.strip(), csv.QUOTE_ALL, textwrap.dedent('  x'))\n";
     let invocations = [Invocation::default()];
-    let running = client.execute(program.as_bytes(), "python-oci", &invocations);
-    let meanwhile = async {
-        let pid = program_waiting_for_sigusr1(client.owner()).await;
-        let trees = glob_rootfs(cache.path(), "etc/passwd");
-        assert_eq!(trees.len(), 1, "{trees:?}");
-        let rootfs = trees[0].parent().unwrap().parent().unwrap();
-        std::fs::write(rootfs.join("stray"), b"").unwrap();
-        let helper = tokio::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "helper_prepare_the_python_image", "--ignored"])
-            .env(HELPER_CACHE, cache.path())
-            .output()
-            .await
-            .unwrap();
-        assert!(
-            helper.status.success(),
-            "the second process failed: {}",
-            String::from_utf8_lossy(&helper.stdout)
-        );
-        // SAFETY: kill has no memory-safety preconditions.
-        let sent = unsafe { libc::kill(pid, libc::SIGUSR1) };
-        assert_eq!(sent, 0, "{}", std::io::Error::last_os_error());
+    let mut running = client.execute(program.as_bytes(), "python-oci", &invocations);
+    // The run goes on in the client's own tasks whether or not this
+    // future is polled; it is awaited at the end.
+    let pid = tokio::select! {
+        pid = program_waiting_for_sigusr1(client.owner()) => pid,
+        run = &mut running => panic!("the program ended before it waited: {run:?}"),
     };
-    let (run, ()) = tokio::join!(running, meanwhile);
+    let trees = glob_rootfs(cache.path(), "etc/passwd");
+    assert_eq!(trees.len(), 1, "{trees:?}");
+    let rootfs = trees[0].parent().unwrap().parent().unwrap();
+    std::fs::write(rootfs.join("stray"), b"").unwrap();
+    let helper = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "helper_prepare_the_python_image", "--ignored"])
+        .env(HELPER_CACHE, cache.path())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        helper.status.success(),
+        "the second process failed: {}",
+        String::from_utf8_lossy(&helper.stdout)
+    );
+    // SAFETY: kill has no memory-safety preconditions.
+    let sent = unsafe { libc::kill(pid, libc::SIGUSR1) };
+    assert_eq!(sent, 0, "{}", std::io::Error::last_os_error());
+    let run = running.await;
     let run = run.expect("run");
     assert_eq!(
         run.events[0].outcome,
