@@ -250,6 +250,7 @@ battery!(
     the_scratch_folder_is_size_limited,
     exit_137_and_a_self_kill_stay_exits,
     dangerous_system_calls_fail,
+    kernel_files_are_masked_and_apparmor_confines,
     a_compiled_program_runs_from_a_read_only_build,
     a_program_that_does_not_compile_is_a_compile_error,
     a_compile_past_its_limits_is_a_compile_error,
@@ -742,6 +743,74 @@ for name, call in calls.items():
         }
         assert!(line.contains("refused"), "{kind:?}: {line}\n{text}");
     }
+}
+
+/// What Docker masks (`HostConfig.MaskedPaths` of a running container, with
+/// `/sys/devices/virtual/powercap` since Docker 25) is absent or empty
+/// everywhere; where the host has AppArmor, runc's containers (Docker's and
+/// the OCI backend's) run confined by a profile (`docker-default`, or the
+/// OCI backend's), never `unconfined`.
+async fn kernel_files_are_masked_and_apparmor_confines(kind: Kind) {
+    let program = r#"import os
+for path in ['/proc/asound', '/proc/acpi', '/proc/kcore', '/proc/keys', '/proc/latency_stats', '/proc/timer_list', '/proc/timer_stats', '/proc/sched_debug', '/proc/scsi', '/sys/firmware', '/sys/devices/virtual/powercap']:
+    try:
+        if os.path.isdir(path):
+            seen = len(os.listdir(path))
+        else:
+            with open(path, 'rb') as f:
+                seen = len(f.read(4096))
+        print(path, 'empty' if seen == 0 else 'visible %d' % seen)
+    except FileNotFoundError:
+        print(path, 'absent')
+    except OSError as e:
+        print(path, 'refused', e.errno)
+for path in ['/proc/self/attr/apparmor/current', '/proc/self/attr/current']:
+    try:
+        print('apparmor', open(path).read().strip() or 'none')
+        break
+    except OSError as e:
+        print('apparmor unreadable', path, e.errno)
+"#;
+    let run = run(kind, program, Invocation::default()).await;
+    assert_eq!(exited(&run), 0, "{run:?}");
+    let text = out(&run);
+    for line in text.lines().filter(|l| l.starts_with('/')) {
+        assert!(
+            !line.contains("visible"),
+            "{kind:?}: a path Docker masks is readable: {line}\n{text}"
+        );
+    }
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with('/')).count(),
+        11,
+        "{text}"
+    );
+    let host_has_apparmor = std::fs::read_to_string("/sys/module/apparmor/parameters/enabled")
+        .is_ok_and(|enabled| enabled.trim() == "Y");
+    if !host_has_apparmor {
+        println!(
+            "conformance: the AppArmor check is skipped under {kind:?}: this host has no AppArmor \
+             (/sys/module/apparmor/parameters/enabled is missing or not Y)"
+        );
+        return;
+    }
+    if kind.is_wasi() || kind.is_gvisor() {
+        not_supported(
+            kind,
+            "an AppArmor profile",
+            "the program reaches no host kernel interface AppArmor would guard (WASI has none; \
+             gVisor's own kernel answers)",
+        );
+        return;
+    }
+    let label = text
+        .lines()
+        .find_map(|l| l.strip_prefix("apparmor "))
+        .unwrap_or_default();
+    assert!(
+        !label.is_empty() && !label.starts_with("unconfined") && !label.starts_with("none"),
+        "{kind:?} runs without an AppArmor profile on a host that has AppArmor: {text}"
+    );
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -197,12 +197,16 @@ impl Cgroups {
         }
     }
 
-    /// Removes the empty cgroup folders of `kind` owners whose process is
-    /// gone (owners are named `progscore-<kind>-<pid>-<hex>`), whether or
-    /// not their owner record survived (a client that ended before it
-    /// released its folder, a crash). A folder that still holds processes
-    /// cannot be removed and is left to the owner's sweep.
-    pub fn sweep_orphans(&self, kind: &str) {
+    /// Removes the empty cgroup folders of `kind` owners (named
+    /// `progscore-<kind>-<pid>-<hex>`) that are provably gone: whose lock
+    /// file in `owner_root` can be taken (see `progscore_sandbox::owner`),
+    /// whether or not their folder survived. A pid proves nothing: an owner
+    /// in another PID namespace sharing this cgroup tree looks dead by its
+    /// pid while it runs. An owner with no lock file in this root (another
+    /// root, another machine sharing the tree) is never judged gone. A
+    /// folder that still holds processes cannot be removed and is left to
+    /// the owner's sweep.
+    pub fn sweep_orphans(&self, kind: &str, owner_root: &Path) {
         let prefix = format!("progscore-{kind}-");
         for hierarchy in &self.hierarchies {
             let Ok(entries) = fs::read_dir(hierarchy.join(ROOT)) else {
@@ -210,15 +214,10 @@ impl Cgroups {
             };
             for entry in entries.flatten() {
                 let name = entry.file_name();
-                let Some(pid) = name
-                    .to_str()
-                    .and_then(|n| n.strip_prefix(&prefix))
-                    .and_then(|rest| rest.split('-').next())
-                    .and_then(|pid| pid.parse::<libc::pid_t>().ok())
-                else {
+                let Some(name) = name.to_str().filter(|n| n.starts_with(&prefix)) else {
                     continue;
                 };
-                if pid > 0 && !process_exists(pid) {
+                if owner_is_gone(owner_root, name) {
                     let _ = remove_tree(&entry.path());
                 }
             }
@@ -569,10 +568,15 @@ fn collect_procs(dir: &Path, pids: &mut std::collections::BTreeSet<libc::pid_t>)
     }
 }
 
-fn process_exists(pid: libc::pid_t) -> bool {
-    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
-    let found = unsafe { libc::kill(pid, 0) } == 0;
-    found || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+/// Whether the owner `name` is provably gone: its lock file in `owner_root`
+/// exists and no process holds it (the kernel releases it however its
+/// owner died). The lock is let go at once.
+pub fn owner_is_gone(owner_root: &Path, name: &str) -> bool {
+    let path = owner_root.join(format!("{name}.lock"));
+    fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .is_ok_and(|lock| lock.try_lock().is_ok())
 }
 
 fn remove_tree(top: &Path) -> io::Result<()> {

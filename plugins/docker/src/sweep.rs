@@ -51,7 +51,7 @@ pub(crate) async fn sweep_dead_owners(owner_root: &Path, engines: &[&Engine], ev
     }
     for engine in engines {
         if let Some(cgroups) = &engine.cgroups {
-            cgroups.sweep_orphans(OWNER_KIND);
+            cgroups.sweep_orphans(OWNER_KIND, owner_root);
         }
     }
 }

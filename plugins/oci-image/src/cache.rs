@@ -17,7 +17,7 @@ use crate::options::{CacheOptions, MountPoints};
 use crate::reference::PinnedReference;
 use crate::registry::Registry;
 use crate::store::{
-    BlobState, ImageRecord, LayerRecord, Layout, RECORD_FORMAT, ROOTFS_DIR, check_blob,
+    BlobState, ImageRecord, LayerRecord, Layout, RECORD_FORMAT, ROOTFS_DIR, TreeLease, check_blob,
     read_record, read_small_blob, store_small_blob, write_record,
 };
 use crate::tree::tree_digest;
@@ -42,8 +42,9 @@ pub struct ImageCache {
 pub struct PreparedImage {
     /// The reference as the caller wrote it.
     pub reference: String,
-    /// The unpacked tree (`<cache>/images/<name>/rootfs`): mount it
-    /// read-only, never write to it.
+    /// The unpacked tree (`<cache>/trees/<name>/<generation>/rootfs`):
+    /// mount it read-only, never write to it (every mount point a
+    /// container needs must be among the `mount_points`).
     pub rootfs: PathBuf,
     /// The digest the reference pins (the image manifest's, or an index's).
     pub pinned_digest: String,
@@ -65,12 +66,16 @@ pub struct PreparedImage {
     /// Set when the cached tree (or a cached blob) was found damaged and was
     /// rebuilt (or fetched again) during this call: what was wrong.
     pub repaired: Option<String>,
+    /// Keeps the tree from being deleted: hold it (or a clone) for as long
+    /// as containers may run on `rootfs`. A tree judged damaged later is
+    /// rebuilt beside it, and it is deleted only once no one holds it.
+    pub lease: TreeLease,
 }
 
 /// One cached image, as `list` found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CachedImage {
-    /// The image's directory (`<cache>/images/<name>`).
+    /// The image's current generation (`<cache>/trees/<name>/<generation>`).
     pub dir: PathBuf,
     /// The reference it was first prepared for, when its record is readable.
     pub reference: Option<String>,
@@ -95,8 +100,9 @@ impl CachedImage {
 /// What was found under the image's name.
 enum Cached {
     Missing,
-    /// The tree and its record are intact; the layer blobs are not checked yet.
-    Intact(Box<PreparedImage>, Vec<LayerRecord>),
+    /// The tree (in this generation) and its record are intact; the layer
+    /// blobs are not checked yet.
+    Intact(Box<ImageRecord>, PathBuf),
     Damaged(String),
 }
 
@@ -104,7 +110,7 @@ impl ImageCache {
     /// A cache rooted at `root` (created if missing). Nothing is contacted.
     pub fn new(root: impl Into<PathBuf>, options: CacheOptions) -> Result<ImageCache, ImageError> {
         Ok(ImageCache {
-            layout: Layout::create(root.into())?,
+            layout: Layout::create(root.into(), options.lock_wait)?,
             registry: Registry::new(&options),
             architecture: options.architecture,
         })
@@ -128,7 +134,9 @@ impl ImageCache {
     /// any network access.
     ///
     /// Concurrent calls for the same image, in this process or others, wait
-    /// for one another (a lock file per image).
+    /// for one another (a lock file per image), up to the cache's
+    /// `lock_wait`. A damaged tree is never deleted while someone holds a
+    /// [`TreeLease`] on it: the rebuilt one is a new generation beside it.
     pub async fn prepare(
         &self,
         reference: &str,
@@ -145,6 +153,14 @@ impl ImageCache {
         })
         .await?;
 
+        {
+            let (layout, name) = (self.layout.clone(), name.clone());
+            blocking(&pinned, "removing an interrupted build", move || {
+                layout.remove_leftovers(&name)
+            })
+            .await?;
+        }
+
         let started = Instant::now();
         let state = {
             let (layout, name, mounts) = (self.layout.clone(), name.clone(), mount_points.clone());
@@ -155,12 +171,12 @@ impl ImageCache {
             .await?
         };
         let mut notes = Vec::new();
-        match state {
-            Cached::Intact(mut prepared, layers) => {
+        let (record, generation) = match state {
+            Cached::Intact(record, generation) => {
                 // The tree is intact, so it is handed out whatever happens
                 // here; a layer blob that is damaged or missing is fetched
                 // again so that the tree can still be rebuilt offline later.
-                for layer in layers {
+                for layer in &record.layers {
                     let what = format!("layer {}", layer.digest);
                     let fetched = self
                         .blob_file(&pinned, &what, &layer.digest, layer.size, &mut notes)
@@ -179,18 +195,25 @@ impl ImageCache {
                     elapsed = ?started.elapsed(),
                     "cached image verified"
                 );
-                if !notes.is_empty() {
-                    prepared.repaired = Some(notes.join("; "));
-                }
-                return Ok(*prepared);
+                (*record, generation)
             }
-            Cached::Missing => {}
+            Cached::Missing => self.build(&pinned, mount_points, &name, &mut notes).await?,
             Cached::Damaged(why) => {
                 tracing::warn!(reference, problem = %why, "cached image damaged; rebuilding it");
                 notes.push(why);
+                self.build(&pinned, mount_points, &name, &mut notes).await?
             }
-        }
-        let mut prepared = self.build(&pinned, mount_points, &name, &mut notes).await?;
+        };
+        let lease = {
+            let (layout, name, current) = (self.layout.clone(), name.clone(), generation.clone());
+            blocking(&pinned, "taking the tree's lease", move || {
+                let lease = layout.lease(&current)?;
+                layout.remove_unused_generations(&name, &current);
+                Ok(lease)
+            })
+            .await?
+        };
+        let mut prepared = prepared(&record, &pinned.text, lease);
         if !notes.is_empty() {
             prepared.repaired = Some(notes.join("; "));
         }
@@ -217,24 +240,30 @@ impl ImageCache {
     /// Blocking; it takes no locks, so an image being replaced at that
     /// moment may show a problem that `prepare` would not have.
     pub fn list(&self) -> Vec<CachedImage> {
-        let images = self.layout.images();
-        let mut dirs: Vec<PathBuf> = match fs::read_dir(&images) {
+        let trees = self.layout.trees();
+        let names: Vec<String> = match fs::read_dir(&trees) {
             Ok(entries) => entries
                 .flatten()
-                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                .map(|e| e.path())
+                .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+                .filter(|name| !name.starts_with('.'))
                 .collect(),
             Err(e) => {
                 return vec![CachedImage {
-                    dir: images.clone(),
+                    dir: trees.clone(),
                     reference: None,
                     manifest_digest: None,
                     tree_digest: None,
                     unpacked_bytes: 0,
-                    problems: vec![format!("cannot read {}: {e}", images.display())],
+                    problems: vec![format!("cannot read {}: {e}", trees.display())],
                 }];
             }
         };
+        // The current generation of each image (older ones are only kept
+        // while in use, and go once they are not).
+        let mut dirs: Vec<PathBuf> = names
+            .iter()
+            .filter_map(|name| self.layout.generations(name).pop())
+            .collect();
         dirs.sort();
         dirs.into_iter()
             .map(|dir| check_listed(&self.layout, dir))
@@ -249,7 +278,7 @@ impl ImageCache {
         mount_points: &MountPoints,
         name: &str,
         notes: &mut Vec<String>,
-    ) -> Result<PreparedImage, ImageError> {
+    ) -> Result<(ImageRecord, PathBuf), ImageError> {
         let started = Instant::now();
         let top = self.manifest_blob(pinned, &pinned.digest, notes).await?;
         let (index_digest, manifest_digest, manifest) =
@@ -352,7 +381,7 @@ impl ImageCache {
         let unpacking = Instant::now();
         let (layout, name_owned, pinned_owned) =
             (self.layout.clone(), name.to_owned(), pinned.clone());
-        let (record, rootfs) = blocking(pinned, "unpacking", move || {
+        let (record, generation) = blocking(pinned, "unpacking", move || {
             unpack_and_install(&layout, &name_owned, &pinned_owned, record)
         })
         .await?;
@@ -363,7 +392,7 @@ impl ImageCache {
             bytes = record.unpacked_bytes,
             "image unpacked"
         );
-        Ok(prepared(&record, &pinned.text, rootfs))
+        Ok((record, generation))
     }
 
     /// A manifest or index by digest: from the cache if intact, else from
@@ -496,26 +525,28 @@ fn layer_records(
         .collect()
 }
 
-/// Unpacks the (verified) layer blobs into a fresh directory beside the
-/// image's, creates the mount points, records the tree, and renames the
-/// directory into place. A failure leaves nothing behind.
+/// Unpacks the (verified) layer blobs into a fresh directory in the
+/// image's folder, creates the mount points, records the tree, and renames
+/// the directory into place as the newest generation. A failure leaves
+/// nothing behind.
 fn unpack_and_install(
     layout: &Layout,
     name: &str,
     pinned: &PinnedReference,
     mut record: ImageRecord,
 ) -> Result<(ImageRecord, PathBuf), ImageError> {
-    layout.remove_leftovers(name)?;
-    let build = layout.image_build(name);
+    let build = layout.image_build(name)?;
     let result = build_tree(layout, &build, pinned, &mut record);
     if let Err(e) = result {
         if let Err(cleanup) = fs::remove_dir_all(&build) {
             tracing::warn!(path = %build.display(), error = %cleanup, "cannot remove a failed image build");
         }
+        // The image's folder, when nothing else is in it (a first build).
+        let _ = fs::remove_dir(layout.image(name));
         return Err(e);
     }
-    let dir = layout.install(name, &build)?;
-    Ok((record, dir.join(ROOTFS_DIR)))
+    let generation = layout.install(name, &build)?;
+    Ok((record, generation))
 }
 
 fn build_tree(
@@ -581,18 +612,17 @@ fn build_tree(
     write_record(build, record)
 }
 
-/// The cached image `name`, checked without the network: its record, the
-/// manifest and config blobs it names, and its tree.
+/// The newest generation of cached image `name`, checked without the
+/// network: its record, the manifest and config blobs it names, and its tree.
 fn check_cached(
     layout: &Layout,
     name: &str,
     pinned: &PinnedReference,
     mount_points: &MountPoints,
 ) -> Cached {
-    let dir = layout.image(name);
-    if fs::symlink_metadata(&dir).is_err() {
+    let Some(dir) = layout.generations(name).pop() else {
         return Cached::Missing;
-    }
+    };
     let record = match read_record(&dir) {
         Ok(record) => record,
         Err(why) => return Cached::Damaged(why),
@@ -608,10 +638,7 @@ fn check_cached(
     }
     let rootfs = dir.join(ROOTFS_DIR);
     match tree_digest(&rootfs) {
-        Ok(tree) if tree.digest == record.tree_digest => {
-            let image = prepared(&record, &pinned.text, rootfs);
-            Cached::Intact(Box::new(image), record.layers)
-        }
+        Ok(tree) if tree.digest == record.tree_digest => Cached::Intact(Box::new(record), dir),
         Ok(tree) => Cached::Damaged(format!(
             "the cached root filesystem {} changed since it was prepared (tree digest {}, {} \
              was recorded)",
@@ -732,10 +759,10 @@ fn check_listed(layout: &Layout, dir: PathBuf) -> CachedImage {
     listed
 }
 
-fn prepared(record: &ImageRecord, reference: &str, rootfs: PathBuf) -> PreparedImage {
+fn prepared(record: &ImageRecord, reference: &str, lease: TreeLease) -> PreparedImage {
     PreparedImage {
         reference: reference.to_owned(),
-        rootfs,
+        rootfs: lease.generation().join(ROOTFS_DIR),
         pinned_digest: record.pinned_digest.to_string(),
         manifest_digest: record.manifest_digest.to_string(),
         config_digest: record.config_digest.to_string(),
@@ -745,5 +772,6 @@ fn prepared(record: &ImageRecord, reference: &str, rootfs: PathBuf) -> PreparedI
         unpacked_bytes: record.unpacked_bytes,
         mount_points: record.mount_points.clone(),
         repaired: None,
+        lease,
     }
 }

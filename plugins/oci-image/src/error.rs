@@ -152,6 +152,28 @@ pub enum ImageError {
         actual: String,
     },
 
+    /// The image's lock stayed held longer than the cache waits.
+    #[error(
+        "the image cache's lock {} stayed held for {waited:?}{}; another preparation of this \
+         image is stuck, or something else holds the lock: end it, or remove the lock file if \
+         nothing runs",
+        path.display(),
+        holder.as_deref().map(|h| format!(" by {h}")).unwrap_or_else(|| " (the holder is unknown)".into())
+    )]
+    LockTimeout {
+        path: PathBuf,
+        waited: std::time::Duration,
+        holder: Option<String>,
+    },
+
+    /// The cache's top folder is not a private folder of this user.
+    #[error(
+        "the image cache {} {problem}; it must be a folder private to the user running \
+         progscore (mode 0700): remove it, or give it to this user",
+        path.display()
+    )]
+    NotPrivate { path: PathBuf, problem: String },
+
     /// A file of the cache could not be read or written.
     #[error("cannot {action} {}: {source}", path.display())]
     Io {

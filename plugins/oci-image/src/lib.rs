@@ -19,24 +19,38 @@
 //! # The cache
 //!
 //! ```text
-//! <root>/                           default /var/cache/progscore/oci
+//! <root>/                           default /var/cache/progscore/oci; 0700
 //!   blobs/sha256/<hex>              verified blobs: manifests, indexes, configs,
 //!                                   layers as fetched (compressed); shared by
 //!                                   every image, kept so that a damaged tree is
 //!                                   rebuilt without the network
-//!   images/<pinned-hex>-<mounts>/   one prepared image: the pinned digest, and
+//!   trees/<pinned-hex>-<mounts>/    one prepared image: the pinned digest, and
 //!                                   12 hex digits naming its set of mount points
-//!     rootfs/                       the unpacked tree (never written after)
-//!     image.json                    what it was made from, its facts, its tree digest
-//!   images/.tmp-<name>-*            a build in progress (renamed into place when done)
+//!     <generation>/                 1, 2, ...: the highest is current
+//!       rootfs/                     the unpacked tree (never written after)
+//!       image.json                  what it was made from, its facts, its tree digest
+//!     .tmp-*                        a build in progress (renamed into place when done)
+//!     .trash-*                      an unused generation being removed
 //!   locks/<name>.lock               one preparation of an image at a time
 //! ```
+//!
+//! The top is private to the user running progscore (0700): the trees hold
+//! set-id binaries, device nodes and world-writable folders of image layers,
+//! and no other local user may take (and hold forever) an image's lock. A
+//! preparation waits for that lock up to [`CacheOptions::lock_wait`], then
+//! fails naming the lock file and its holder.
 //!
 //! A build happens in a directory beside the final one and is renamed into
 //! place, so a crash leaves no half image (its leftovers are removed by the
 //! next preparation). Processes preparing the same image at once wait on its
 //! lock file; blobs are written beside their final name and renamed, so two
 //! images sharing a layer can be prepared at once.
+//!
+//! Every user of a tree holds a shared lock on its generation
+//! ([`TreeLease`], in [`PreparedImage::lease`]) while containers may run on
+//! it. A tree found damaged is never repaired in place nor deleted: the
+//! rebuilt tree is a new generation, and an older one is deleted by a later
+//! preparation once no one holds it (an exclusive lock on it can be taken).
 //!
 //! # The verification chain
 //!
@@ -103,3 +117,4 @@ pub use manifest::ImageFacts;
 pub use options::{
     CacheOptions, DEFAULT_CACHE_ROOT, DEFAULT_HTTP_REGISTRIES, MountPoints, host_architecture,
 };
+pub use store::TreeLease;

@@ -30,6 +30,9 @@ pub struct CacheOptions {
     pub architecture: String,
     /// How long connecting to a registry may take.
     pub connect_timeout: Duration,
+    /// How long a preparation waits for another one of the same image (in
+    /// this process or another) to release the image's lock.
+    pub lock_wait: Duration,
     /// How long a registry may stay silent in the middle of an answer.
     pub read_timeout: Duration,
 }
@@ -41,6 +44,9 @@ impl Default for CacheOptions {
             architecture: host_architecture().to_owned(),
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(60),
+            // A first preparation fetches and unpacks the image: minutes on
+            // a slow link, never hours.
+            lock_wait: Duration::from_secs(30 * 60),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! The cache on disk: where blobs, images and locks live, the record of a
 //! prepared image (`image.json`), and the checks of cached blobs.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -20,13 +21,56 @@ pub(crate) const RECORD_FORMAT: u32 = 1;
 #[derive(Debug, Clone)]
 pub(crate) struct Layout {
     root: PathBuf,
+    /// How long [`Layout::lock`] waits for another holder of an image's lock.
+    lock_wait: Duration,
 }
 
+/// A shared lock on one generation of an image's tree, held by every user
+/// of the tree for as long as containers may run on it: a generation is
+/// deleted only once no one holds it (see [`Layout::remove_unused_generations`]).
+#[derive(Debug, Clone)]
+pub struct TreeLease {
+    generation: PathBuf,
+    _lock: std::sync::Arc<File>,
+}
+
+impl TreeLease {
+    /// The generation's directory (it holds `rootfs/` and `image.json`).
+    pub fn generation(&self) -> &Path {
+        &self.generation
+    }
+}
+
+impl PartialEq for TreeLease {
+    fn eq(&self, other: &Self) -> bool {
+        self.generation == other.generation
+    }
+}
+
+impl Eq for TreeLease {}
+
 impl Layout {
-    pub(crate) fn create(root: PathBuf) -> Result<Layout, ImageError> {
-        let layout = Layout { root };
-        for dir in [layout.blobs(), layout.images(), layout.locks()] {
-            fs::create_dir_all(&dir).map_err(|e| ImageError::io("create", &dir, e))?;
+    /// Creates the cache's folders. The top is made private to this user
+    /// (0700): the trees hold set-id binaries, device nodes and 1777 folders
+    /// of image layers, and the lock files must not be reachable by others
+    /// (a local user holding one would stall every preparation).
+    pub(crate) fn create(root: PathBuf, lock_wait: Duration) -> Result<Layout, ImageError> {
+        let layout = Layout { root, lock_wait };
+        if let Some(parent) = layout.root.parent() {
+            fs::create_dir_all(parent).map_err(|e| ImageError::io("create", parent, e))?;
+        }
+        match DirBuilder::new().mode(0o700).create(&layout.root) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(ImageError::io("create", &layout.root, e)),
+        }
+        make_private(&layout.root)?;
+        for dir in [layout.blobs(), layout.trees(), layout.locks()] {
+            DirBuilder::new()
+                .mode(0o700)
+                .recursive(true)
+                .create(&dir)
+                .map_err(|e| ImageError::io("create", &dir, e))?;
         }
         Ok(layout)
     }
@@ -73,44 +117,69 @@ impl Layout {
         }
     }
 
-    pub(crate) fn images(&self) -> PathBuf {
-        self.root.join("images")
+    /// Where every image's tree generations live.
+    pub(crate) fn trees(&self) -> PathBuf {
+        self.root.join("trees")
     }
 
+    /// The folder of image `name`: its generations `<n>/` (the highest is
+    /// current), builds in progress `.tmp-*`, removals in progress `.trash-*`.
     pub(crate) fn image(&self, name: &str) -> PathBuf {
-        self.images().join(name)
+        self.trees().join(name)
     }
 
     pub(crate) fn locks(&self) -> PathBuf {
         self.root.join("locks")
     }
 
-    /// Takes the image's lock, waiting for another process (or task) that
-    /// holds it; it is released when the returned file is dropped.
+    /// Takes the image's lock, waiting (up to the cache's bound) for another
+    /// process (or task) that holds it; it is released when the returned
+    /// file is dropped. Past the bound, the error names the lock file and
+    /// the process holding it, when the kernel says.
     pub(crate) fn lock(&self, name: &str) -> Result<File, ImageError> {
         let path = self.locks().join(format!("{name}.lock"));
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(0o600)
             .open(&path)
             .map_err(|e| ImageError::io("open the lock", &path, e))?;
-        file.lock()
-            .map_err(|e| ImageError::io("take the lock", &path, e))?;
-        Ok(file)
+        let started = std::time::Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(file),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(ImageError::io("take the lock", &path, e));
+                }
+            }
+            if started.elapsed() >= self.lock_wait {
+                return Err(ImageError::LockTimeout {
+                    holder: lock_holder(&file),
+                    path,
+                    waited: self.lock_wait,
+                });
+            }
+            // A preparation holds the lock for seconds to minutes: polling
+            // keeps the wait bounded without a thread parked in flock(2).
+            std::thread::sleep(LOCK_POLL);
+        }
     }
 
     /// Removes what an interrupted preparation of `name` left behind (the
     /// caller holds the image's lock, so none of it is in use).
     pub(crate) fn remove_leftovers(&self, name: &str) -> Result<(), ImageError> {
-        let images = self.images();
-        let entries = fs::read_dir(&images).map_err(|e| ImageError::io("read", &images, e))?;
-        let tmp = format!(".tmp-{name}-");
-        let trash = format!(".trash-{name}-");
+        let dir = self.image(name);
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(ImageError::io("read", &dir, e)),
+        };
         for entry in entries.flatten() {
             let file_name = entry.file_name();
             let file_name = file_name.to_string_lossy();
-            if file_name.starts_with(&tmp) || file_name.starts_with(&trash) {
+            if file_name.starts_with(".tmp-") || file_name.starts_with(".trash-") {
                 let path = entry.path();
                 fs::remove_dir_all(&path).map_err(|e| ImageError::io("remove", &path, e))?;
             }
@@ -118,33 +187,134 @@ impl Layout {
         Ok(())
     }
 
-    /// A fresh directory beside the image's final one, to build it in.
-    pub(crate) fn image_build(&self, name: &str) -> PathBuf {
-        self.images()
-            .join(format!(".tmp-{name}-{}", unique_suffix()))
+    /// The generations of image `name`, oldest first.
+    pub(crate) fn generations(&self, name: &str) -> Vec<PathBuf> {
+        let Ok(entries) = fs::read_dir(self.image(name)) else {
+            return Vec::new();
+        };
+        let mut found: Vec<(u64, PathBuf)> = entries
+            .flatten()
+            .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path())))
+            .collect();
+        found.sort();
+        found.into_iter().map(|(_, path)| path).collect()
     }
 
-    /// Moves a finished build into place; an older tree there (damaged) is
-    /// moved aside first and deleted after.
+    /// A fresh directory in the image's folder, to build it in.
+    pub(crate) fn image_build(&self, name: &str) -> Result<PathBuf, ImageError> {
+        let dir = self.image(name);
+        DirBuilder::new()
+            .mode(0o700)
+            .recursive(true)
+            .create(&dir)
+            .map_err(|e| ImageError::io("create", &dir, e))?;
+        Ok(dir.join(format!(".tmp-{}", unique_suffix())))
+    }
+
+    /// Moves a finished build into place as the image's newest generation.
+    /// Older generations stay where they are: containers of other processes
+    /// may run on them (see [`Layout::remove_unused_generations`]).
     pub(crate) fn install(&self, name: &str, build: &Path) -> Result<PathBuf, ImageError> {
-        let target = self.image(name);
-        let mut trash = None;
-        if fs::symlink_metadata(&target).is_ok() {
-            let aside = self
-                .images()
-                .join(format!(".trash-{name}-{}", unique_suffix()));
-            fs::rename(&target, &aside).map_err(|e| ImageError::io("move aside", &target, e))?;
-            trash = Some(aside);
-        }
+        let next = self
+            .generations(name)
+            .last()
+            .and_then(|g| g.file_name()?.to_str()?.parse::<u64>().ok())
+            .map_or(1, |n| n + 1);
+        let target = self.image(name).join(next.to_string());
         fs::rename(build, &target).map_err(|e| ImageError::io("move into place", build, e))?;
-        if let Some(aside) = trash
-            && let Err(e) = fs::remove_dir_all(&aside)
-        {
-            // Harmless: the next preparation of this image removes it.
-            tracing::warn!(path = %aside.display(), error = %e, "cannot remove a replaced image tree");
-        }
         Ok(target)
     }
+
+    /// A shared lock on a generation, for as long as its tree is used. The
+    /// caller holds the image's lock, so no removal is under way.
+    pub(crate) fn lease(&self, generation: &Path) -> Result<TreeLease, ImageError> {
+        let dir = File::open(generation).map_err(|e| ImageError::io("open", generation, e))?;
+        dir.lock_shared()
+            .map_err(|e| ImageError::io("lock", generation, e))?;
+        Ok(TreeLease {
+            generation: generation.to_path_buf(),
+            _lock: std::sync::Arc::new(dir),
+        })
+    }
+
+    /// Deletes the generations of `name` other than `current` that no one
+    /// holds a lease on (a generation in use stays, for a later call, once
+    /// its users are gone). The caller holds the image's lock, so no lease
+    /// is being taken meanwhile.
+    pub(crate) fn remove_unused_generations(&self, name: &str, current: &Path) {
+        for generation in self.generations(name) {
+            if generation == current {
+                continue;
+            }
+            let Ok(dir) = File::open(&generation) else {
+                continue;
+            };
+            if dir.try_lock().is_err() {
+                tracing::debug!(path = %generation.display(), "an older tree is still in use; kept");
+                continue;
+            }
+            let aside = self.image(name).join(format!(".trash-{}", unique_suffix()));
+            if let Err(e) = fs::rename(&generation, &aside) {
+                tracing::warn!(path = %generation.display(), error = %e, "cannot move an unused tree aside");
+                continue;
+            }
+            drop(dir);
+            if let Err(e) = fs::remove_dir_all(&aside) {
+                // Harmless: the next preparation of this image removes it.
+                tracing::warn!(path = %aside.display(), error = %e, "cannot remove an unused tree");
+            }
+        }
+    }
+}
+
+/// How often a held image lock is tried again.
+const LOCK_POLL: Duration = Duration::from_millis(50);
+
+/// Makes the cache's top private: created 0700, an existing one of this
+/// user set to 0700; one of another user is refused.
+fn make_private(root: &Path) -> Result<(), ImageError> {
+    let meta = fs::symlink_metadata(root).map_err(|e| ImageError::io("inspect", root, e))?;
+    if !meta.is_dir() {
+        return Err(ImageError::NotPrivate {
+            path: root.to_path_buf(),
+            problem: "is not a folder (a symbolic link or a file)".into(),
+        });
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if meta.uid() != uid {
+        return Err(ImageError::NotPrivate {
+            path: root.to_path_buf(),
+            problem: format!(
+                "belongs to uid {} (this process runs as uid {uid})",
+                meta.uid()
+            ),
+        });
+    }
+    if meta.mode() & 0o077 != 0 {
+        fs::set_permissions(root, fs::Permissions::from_mode(0o700))
+            .map_err(|e| ImageError::io("make private", root, e))?;
+    }
+    Ok(())
+}
+
+/// Who holds the lock `file` is open on, from /proc/locks: `process <pid>
+/// (<command>)`, or `None` when the kernel does not say.
+fn lock_holder(file: &File) -> Option<String> {
+    // Matched by inode number: the device the kernel prints is the
+    // underlying one, which stat(2) does not give on overlay filesystems.
+    let inode = format!(":{}", file.metadata().ok()?.ino());
+    let locks = fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|line| {
+        // `1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF` (a waiter's line has `->`).
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.get(1) == Some(&"->") || !fields.get(5).is_some_and(|id| id.ends_with(&inode)) {
+            return None;
+        }
+        let pid = fields.get(4)?;
+        let command = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        Some(format!("process {pid} ({})", command.trim()))
+    })
 }
 
 /// Unique among this machine's processes and this process's calls.

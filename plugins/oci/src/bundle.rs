@@ -13,6 +13,7 @@ use oci_spec::runtime::{
 };
 use progscore_sandbox::{BUILD_PATH, RuntimeProfile, Stage};
 
+use crate::apparmor;
 use crate::runtime::RuntimeKind;
 use crate::seccomp;
 
@@ -25,6 +26,38 @@ const GVISOR_PIDS_CGROUP: i64 = 4096;
 
 /// The size of `/dev` and `/dev/shm`, as Docker gives them.
 const DEV_SIZE: &str = "size=65536k";
+
+/// What Docker masks (`HostConfig.MaskedPaths`: moby's defaults, with
+/// `/sys/devices/virtual/powercap` since Docker 25): each is hidden behind
+/// `/dev/null` or an empty read-only tmpfs.
+pub(crate) const MASKED_PATHS: [&str; 11] = [
+    "/proc/asound",
+    "/proc/acpi",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+];
+
+/// What Docker makes read-only (`HostConfig.ReadonlyPaths`).
+pub(crate) const READONLY_PATHS: [&str; 5] = [
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+];
+
+/// Where the bundle mounts something directly in the image's tree: they
+/// must exist there beforehand, or the runtime would create them inside the
+/// shared, read-only cache (`/dev/pts`, `/dev/shm`, `/dev/mqueue` are in
+/// the `/dev` tmpfs).
+const TREE_MOUNT_POINTS: [&str; 4] = ["/proc", "/dev", "/sys", "/tmp"];
 
 /// What an invocation's container runs and where.
 pub(crate) struct Placement<'a> {
@@ -82,7 +115,12 @@ pub(crate) fn spec(
         i64::from(limits.pids)
     };
     let none = HashSet::new();
-    let process = ProcessBuilder::default()
+    let apparmor = apparmor::host();
+    let mut process = ProcessBuilder::default();
+    if *apparmor == apparmor::Host::Confined {
+        process = process.apparmor_profile(apparmor::PROFILE_NAME);
+    }
+    let process = process
         .terminal(false)
         .user(UserBuilder::default().uid(uid).gid(gid).build()?)
         .args(argv.clone())
@@ -137,25 +175,8 @@ pub(crate) fn spec(
         .resources(resources)
         .cgroups_path(placement.cgroups_path.clone())
         .seccomp(seccomp::profile())
-        .masked_paths(strings(&[
-            "/proc/asound",
-            "/proc/acpi",
-            "/proc/kcore",
-            "/proc/keys",
-            "/proc/latency_stats",
-            "/proc/timer_list",
-            "/proc/timer_stats",
-            "/proc/sched_debug",
-            "/proc/scsi",
-            "/sys/firmware",
-        ]))
-        .readonly_paths(strings(&[
-            "/proc/bus",
-            "/proc/fs",
-            "/proc/irq",
-            "/proc/sys",
-            "/proc/sysrq-trigger",
-        ]))
+        .masked_paths(strings(&MASKED_PATHS))
+        .readonly_paths(strings(&READONLY_PATHS))
         .build()?;
 
     let spec = SpecBuilder::default()
@@ -168,6 +189,11 @@ pub(crate) fn spec(
                 .build()?,
         )
         .hostname("sandbox")
+        // Which AppArmor profile confines the container, or why none does.
+        .annotations(std::collections::HashMap::from([(
+            apparmor::ANNOTATION.to_string(),
+            apparmor.annotation(),
+        )]))
         .mounts(mounts(profile, stage, placement)?)
         .linux(linux)
         .build()?;
@@ -253,6 +279,20 @@ fn mounts(
         );
     }
     Ok(mounts)
+}
+
+/// Every mount point the bundles of `profile` need in the image's tree:
+/// created when the tree is built (and covered by its digest), so that no
+/// container ever writes into the shared tree.
+pub(crate) fn mount_points(profile: &RuntimeProfile) -> progscore_oci_image::MountPoints {
+    let mut points = progscore_oci_image::MountPoints::new().file(profile.program_path());
+    for dir in TREE_MOUNT_POINTS {
+        points = points.dir(dir);
+    }
+    if profile.compile.is_some() {
+        points = points.dir(BUILD_PATH);
+    }
+    points
 }
 
 fn rlimit(
@@ -471,6 +511,58 @@ mod tests {
                 .contains(&format!("size={}", 8 * 1024 * 1024)),
             "{tmp:?}"
         );
+    }
+
+    /// Docker's `HostConfig.MaskedPaths` and `ReadonlyPaths` (of a running
+    /// container), and the AppArmor choice: the profile where the host has
+    /// AppArmor, otherwise a bundle that says none is applied and why.
+    #[test]
+    fn dockers_masked_paths_and_the_apparmor_choice_are_in_the_spec() {
+        let Bundle { spec, .. } = bundle(RuntimeKind::Runc, "runc");
+        let linux = spec.linux().as_ref().unwrap();
+        let masked = linux.masked_paths().as_ref().unwrap();
+        for path in [
+            "/proc/asound",
+            "/proc/acpi",
+            "/proc/kcore",
+            "/proc/keys",
+            "/proc/latency_stats",
+            "/proc/timer_list",
+            "/proc/timer_stats",
+            "/proc/sched_debug",
+            "/proc/scsi",
+            "/sys/firmware",
+            "/sys/devices/virtual/powercap",
+        ] {
+            assert!(masked.contains(&path.to_string()), "{path} is not masked");
+        }
+        let readonly = linux.readonly_paths().as_ref().unwrap();
+        for path in [
+            "/proc/bus",
+            "/proc/fs",
+            "/proc/irq",
+            "/proc/sys",
+            "/proc/sysrq-trigger",
+        ] {
+            assert!(readonly.contains(&path.to_string()), "{path} is writable");
+        }
+        let annotation = spec
+            .annotations()
+            .as_ref()
+            .and_then(|a| a.get(apparmor::ANNOTATION))
+            .expect("the bundle says which AppArmor profile applies");
+        let profile = spec.process().as_ref().unwrap().apparmor_profile();
+        match apparmor::host() {
+            apparmor::Host::Confined => {
+                assert_eq!(profile.as_deref(), Some(apparmor::PROFILE_NAME));
+                assert_eq!(annotation, apparmor::PROFILE_NAME);
+            }
+            other => {
+                println!("this host applies no AppArmor profile: {other:?}");
+                assert_eq!(profile, &None);
+                assert!(annotation.starts_with("none: "), "{annotation}");
+            }
+        }
     }
 
     #[test]

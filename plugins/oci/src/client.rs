@@ -277,6 +277,19 @@ impl Inner {
         profile: &RuntimeProfile,
     ) -> Result<(&Cgroups, Arc<OciRuntime>, Arc<ImageInUse>), SandboxError> {
         let cgroups = self.cgroups()?;
+        // Docker's hardening includes its AppArmor profile where the host
+        // has AppArmor: a container is never run less confined.
+        let apparmor = tokio::task::spawn_blocking(crate::apparmor::host)
+            .await
+            .map_err(|e| SandboxError::Setup {
+                message: format!("the AppArmor check failed: {e}"),
+            })?;
+        if let crate::apparmor::Host::Unavailable(why) = apparmor {
+            return Err(SandboxError::EngineUnsupported {
+                missing: "the AppArmor profile of the oci backend".into(),
+                hint: why.clone(),
+            });
+        }
         self.swept
             .get_or_init(|| async {
                 sweep_dead_owners(&self.options, cgroups).await;
@@ -292,11 +305,13 @@ impl Inner {
         Ok(Preflight::of(
             profile,
             format!(
-                "runtime {} ({}), image {} unpacked and verified in {}, limits enforced by cgroups",
+                "runtime {} ({}), image {} unpacked and verified in {}, limits enforced by \
+                 cgroups, AppArmor profile {}",
                 runtime.name,
                 runtime.version,
                 image.manifest_digest,
-                self.options.image_cache.display()
+                self.options.image_cache.display(),
+                crate::apparmor::host().annotation()
             ),
         ))
     }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use progscore_oci_image::{CacheOptions, CachedImage, ImageCache, MountPoints};
+use progscore_oci_image::{CacheOptions, CachedImage, ImageCache, TreeLease};
 use progscore_sandbox::{RuntimeProfile, SandboxError};
 use tokio::sync::Mutex;
 
@@ -16,8 +16,11 @@ use crate::options::OciOptions;
 pub(crate) struct Images {
     cache: ImageCache,
     /// By image reference. The lock is held while an image is prepared, so
-    /// concurrent first calls prepare it once.
-    prepared: Mutex<HashMap<String, Arc<ImageInUse>>>,
+    /// concurrent first calls prepare it once. Each tree's lease is held as
+    /// long as the client (its containers may run on the tree until then):
+    /// another process that finds the tree damaged rebuilds it beside this
+    /// one and never deletes it under a running program.
+    prepared: Mutex<HashMap<String, (Arc<ImageInUse>, TreeLease)>>,
 }
 
 impl Images {
@@ -52,15 +55,12 @@ impl Images {
             .image()
             .map(|image| image.to_string())
             .unwrap_or_default();
-        // The read-only root needs a mount point wherever the profile puts
-        // the program (its source name) and, when it compiles, the build.
-        let mut mount_points = MountPoints::new().file(profile.program_path());
-        if profile.compile.is_some() {
-            mount_points = mount_points.dir(progscore_sandbox::BUILD_PATH);
-        }
+        // Every mount point the bundle names exists in the shared tree, so
+        // the runtime never creates one in it (see bundle::mount_points).
+        let mount_points = bundle::mount_points(profile);
         let key = format!("{reference} {}", mount_points.key());
         let mut prepared = self.prepared.lock().await;
-        if let Some(image) = prepared.get(&key) {
+        if let Some((image, _)) = prepared.get(&key) {
             return Ok(image.clone());
         }
         let image = self
@@ -78,7 +78,7 @@ impl Images {
             config_digest: image.config_digest.to_string(),
             rootfs: image.rootfs.clone(),
         });
-        prepared.insert(key, in_use.clone());
+        prepared.insert(key, (in_use.clone(), image.lease));
         Ok(in_use)
     }
 }
@@ -90,10 +90,13 @@ fn image_error(
 ) -> SandboxError {
     use progscore_oci_image::ImageError;
     match error {
-        // The registry did not answer: nothing is known, worth retrying.
-        ImageError::Registry { .. } => SandboxError::EngineUnavailable {
-            message: error.to_string(),
-        },
+        // The registry did not answer, or another preparation of the image
+        // held its lock past the bound: nothing is known, worth retrying.
+        ImageError::Registry { .. } | ImageError::LockTimeout { .. } => {
+            SandboxError::EngineUnavailable {
+                message: error.to_string(),
+            }
+        }
         ImageError::NotFound { .. } => SandboxError::ArtifactMissing {
             profile: profile.name.clone(),
             artifact: reference.to_string(),

@@ -18,6 +18,7 @@
 //! keeps its runtimes' state in a root of its own, so a sweep after a crash
 //! removes its containers and never another's.
 
+mod apparmor;
 mod bundle;
 mod client;
 mod image;

@@ -4,6 +4,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use progscore_container::Cgroups;
+use progscore_container::cgroup::owner_is_gone;
 use progscore_sandbox::Owner;
 use tokio::process::Command;
 
@@ -15,8 +16,8 @@ use crate::options::{OWNER_KIND, OciOptions};
 /// own state root, so no other container is ever touched), its cgroups, its
 /// state root, then its folder.
 pub(crate) async fn sweep_dead_owners(options: &OciOptions, cgroups: &Cgroups) {
-    cgroups.sweep_orphans(OWNER_KIND);
-    remove_empty_state_roots_of_dead_pids(&options.state_root);
+    cgroups.sweep_orphans(OWNER_KIND, &options.owner_root);
+    remove_empty_state_roots_of_gone_owners(&options.state_root, &options.owner_root);
     for dead in Owner::dead_owners(&options.owner_root, OWNER_KIND) {
         let state_root = options.state_root.join(dead.name());
         // A runtime that was still starting a container when its owner died
@@ -60,28 +61,23 @@ pub(crate) async fn sweep_dead_owners(options: &OciOptions, cgroups: &Cgroups) {
 }
 
 /// State roots are shared by every owner folder (one per `TMPDIR`): a
-/// process whose owner folder is gone (its temporary folder deleted after it
-/// died) leaves a state root no owner sweep will reach. One that holds no
-/// container state at all (only empty runtime folders) and whose pid is
-/// gone is removed: nothing of anyone is in it.
-fn remove_empty_state_roots_of_dead_pids(state_root: &Path) {
+/// process that ended after its owner folder was removed, or whose sweep
+/// could not finish, leaves a state root the owner sweep does not reach.
+/// One that holds no container state at all (only empty runtime folders)
+/// and whose owner is provably gone (its lock in `owner_root` can be taken)
+/// is removed: nothing of anyone is in it. Never by pid: a progscore in
+/// another PID namespace looks dead by its pid while it runs.
+fn remove_empty_state_roots_of_gone_owners(state_root: &Path, owner_root: &Path) {
     let prefix = format!("progscore-{OWNER_KIND}-");
     let Ok(entries) = std::fs::read_dir(state_root) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix(&prefix)
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<libc::pid_t>().ok())
-        else {
-            continue;
-        };
-        // SAFETY: signal 0 only checks that the process exists.
-        let alive = unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
-        if alive || !holds_only_empty_folders(&entry.path()) {
+        if !name.starts_with(&prefix)
+            || !owner_is_gone(owner_root, &name)
+            || !holds_only_empty_folders(&entry.path())
+        {
             continue;
         }
         if let Err(e) = std::fs::remove_dir_all(entry.path()) {
@@ -219,23 +215,125 @@ mod tests {
             .expect("spawn sh")
     }
 
-    #[test]
-    fn empty_state_roots_of_dead_pids_go_and_nothing_else() {
-        let root = tempfile::tempdir().unwrap();
-        // A pid far above pid_max: never alive.
-        let dead_empty = root.path().join("progscore-oci-999999999-00ff");
-        let dead_with_state = root.path().join("progscore-oci-999999998-00ff");
-        let alive = root
-            .path()
-            .join(format!("progscore-oci-{}-00ff", std::process::id()));
-        let other = root.path().join("someone-else");
-        for dir in [&dead_empty, &dead_with_state, &alive, &other] {
-            std::fs::create_dir_all(dir.join("runsc")).unwrap();
+    /// A lock file held by another process (`flock` running `cat` until
+    /// its stdin closes), as a progscore in another PID namespace holds its
+    /// owner lock: the pid in the owner's name means nothing here.
+    struct HeldLock(std::process::Child);
+
+    impl HeldLock {
+        fn new(path: &Path) -> HeldLock {
+            use std::io::BufRead;
+            let mut child = std::process::Command::new("flock")
+                .arg(path)
+                .args(["-c", "echo held; exec cat"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("flock(1)");
+            let mut line = String::new();
+            std::io::BufReader::new(child.stdout.as_mut().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert_eq!(line, "held\n");
+            HeldLock(child)
         }
-        std::fs::create_dir_all(dead_with_state.join("runsc/container")).unwrap();
-        remove_empty_state_roots_of_dead_pids(root.path());
-        assert!(!dead_empty.exists());
-        assert!(dead_with_state.exists() && alive.exists() && other.exists());
+    }
+
+    impl Drop for HeldLock {
+        fn drop(&mut self) {
+            drop(self.0.stdin.take());
+            let _ = self.0.wait();
+        }
+    }
+
+    /// `progscore-oci-<pid>-<hex>` with a pid far above pid_max: never alive here.
+    fn unrelated_pid_owner(hex: &str) -> String {
+        format!("progscore-oci-999999999-{hex}")
+    }
+
+    #[test]
+    fn empty_state_roots_go_only_when_their_owners_lock_is_free() {
+        let owners = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let held = unrelated_pid_owner("00aa");
+        let free = unrelated_pid_owner("00bb");
+        let free_with_state = unrelated_pid_owner("00cc");
+        let no_record = unrelated_pid_owner("00dd");
+        for name in [&held, &free, &free_with_state] {
+            std::fs::write(owners.path().join(format!("{name}.lock")), b"").unwrap();
+        }
+        let _lock = HeldLock::new(&owners.path().join(format!("{held}.lock")));
+        for name in [
+            &held,
+            &free,
+            &free_with_state,
+            &no_record,
+            &"someone-else".into(),
+        ] {
+            std::fs::create_dir_all(root.path().join(name).join("runsc")).unwrap();
+        }
+        std::fs::create_dir_all(root.path().join(&free_with_state).join("runsc/container"))
+            .unwrap();
+        remove_empty_state_roots_of_gone_owners(root.path(), owners.path());
+        assert!(!root.path().join(&free).exists());
+        for kept in [&held, &free_with_state, &no_record, &"someone-else".into()] {
+            assert!(root.path().join(kept).exists(), "{kept} was removed");
+        }
+    }
+
+    /// An owner whose pid is dead here but whose lock is held (another PID
+    /// namespace) keeps its cgroups and state root through a sweep; once
+    /// its lock is free, the next sweep removes them.
+    #[tokio::test]
+    async fn an_owner_is_judged_by_its_lock_not_its_pid() {
+        let Some(cgroups) = Cgroups::discover_host() else {
+            panic!("no cgroups visible: the OCI backend cannot run here");
+        };
+        let owners = tempfile::tempdir().unwrap();
+        let states = tempfile::tempdir().unwrap();
+        let options = OciOptions {
+            owner_root: owners.path().to_path_buf(),
+            state_root: states.path().to_path_buf(),
+            ..OciOptions::default()
+        };
+        let name = unrelated_pid_owner(&progscore_sandbox::owner::random_hex());
+        let lock_path = owners.path().join(format!("{name}.lock"));
+        std::fs::write(&lock_path, b"").unwrap();
+        std::fs::create_dir(owners.path().join(&name)).unwrap();
+        let state = states.path().join(&name);
+        std::fs::create_dir_all(state.join("runc")).unwrap();
+        // Between two invocations, and one whose limit is set before its
+        // container starts: both empty, both the live owner's.
+        let invocation = cgroups.invocation(&name, "progscore-0000-0");
+        invocation.create_with_memory_limit(64 << 20).unwrap();
+        let cgroup_dirs = || -> Vec<std::path::PathBuf> {
+            let hierarchies = std::fs::read_dir("/sys/fs/cgroup").unwrap();
+            hierarchies
+                .flatten()
+                .map(|h| h.path())
+                .chain([std::path::PathBuf::from("/sys/fs/cgroup")])
+                .map(|h| h.join("progscore").join(&name))
+                .filter(|dir| dir.exists())
+                .collect()
+        };
+        assert!(!cgroup_dirs().is_empty(), "no cgroup was made");
+
+        let lock = HeldLock::new(&lock_path);
+        sweep_dead_owners(&options, &cgroups).await;
+        assert!(
+            cgroup_dirs()
+                .iter()
+                .all(|dir| dir.join("progscore-0000-0").is_dir()),
+            "a live owner's cgroups were removed"
+        );
+        assert!(state.is_dir(), "a live owner's state root was removed");
+        assert!(lock_path.exists() && owners.path().join(&name).is_dir());
+
+        drop(lock);
+        sweep_dead_owners(&options, &cgroups).await;
+        assert_eq!(cgroup_dirs(), Vec::<std::path::PathBuf>::new());
+        assert!(!state.exists());
+        assert!(!lock_path.exists());
     }
 
     #[tokio::test]

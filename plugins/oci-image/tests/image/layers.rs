@@ -131,7 +131,7 @@ async fn assert_refused(tag: &str, layers: Vec<Vec<u8>>, entry: &str) {
         "{tag}: {err}"
     );
     assert!(err.to_string().contains(entry), "{tag}: {err}");
-    let images = all_paths(&cache.root().join("images"));
+    let images = all_paths(&cache.root().join("trees"));
     assert!(images.is_empty(), "{tag}: left {images:?}");
     let escaped: Vec<_> = all_paths(dir.path())
         .into_iter()
@@ -305,7 +305,7 @@ async fn a_layer_that_does_not_match_its_diff_id_is_refused() {
         .expect_err("wrong diff_id");
     assert!(matches!(err, ImageError::DiffIdMismatch { .. }), "{err}");
     assert!(err.to_string().contains(&wrong), "{err}");
-    assert!(all_paths(&cache.root().join("images")).is_empty());
+    assert!(all_paths(&cache.root().join("trees")).is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread")]

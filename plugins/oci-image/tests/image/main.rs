@@ -4,5 +4,6 @@
 
 mod common;
 mod layers;
+mod private;
 mod python;
 mod refusals;

@@ -203,16 +203,29 @@ async fn a_changed_tree_or_blob_is_detected_and_repaired() {
     );
     cache.verify(&repaired).expect("verify after repair");
 
-    // A changed mode is a change too.
-    let passwd = image.rootfs.join("etc/passwd");
+    // The changed tree was not repaired in place: it is kept, as it is,
+    // while `image` (its lease) may still run containers on it.
+    assert_ne!(repaired.rootfs, image.rootfs);
+    assert_eq!(fs::read(&python).expect("python"), changed);
+    let old_tree = image.rootfs.clone();
+    drop(image);
+
+    // A changed mode is a change too; the tree no longer in use is gone.
+    let passwd = repaired.rootfs.join("etc/passwd");
     fs::set_permissions(&passwd, fs::Permissions::from_mode(0o666)).expect("chmod");
-    assert!(cache.verify(&image).is_err());
-    let repaired = cache.prepare(&reference, &mounts()).await.expect("repair");
-    assert!(repaired.repaired.is_some());
+    assert!(cache.verify(&repaired).is_err());
+    let image = cache.prepare(&reference, &mounts()).await.expect("repair");
+    assert!(image.repaired.is_some());
     assert_eq!(
-        fs::metadata(&passwd).expect("passwd").mode() & 0o7777,
+        fs::metadata(image.rootfs.join("etc/passwd"))
+            .expect("passwd")
+            .mode()
+            & 0o7777,
         0o644
     );
+    assert!(!old_tree.exists(), "an unused tree was kept");
+    drop(repaired);
+    let python = python_binary(&image.rootfs);
 
     // A damaged layer blob (the tree intact): found on the next prepare and
     // fetched again.
@@ -264,7 +277,7 @@ async fn a_changed_tree_or_blob_is_detected_and_repaired() {
     assert!(cache.list().iter().all(|l| l.is_intact()));
 
     // Nothing half-built is left beside the image.
-    let leftovers: Vec<_> = all_paths(&cache.root().join("images"))
+    let leftovers: Vec<_> = all_paths(&cache.root().join("trees"))
         .into_iter()
         .filter(|p| {
             p.file_name()
@@ -294,7 +307,7 @@ async fn the_entrypoint_fixture_keeps_its_own_facts_and_concurrent_prepares_agre
         ])
     );
     assert_eq!(a.facts.cmd, None);
-    let images: Vec<_> = fs::read_dir(cache.root().join("images"))
+    let images: Vec<_> = fs::read_dir(cache.root().join("trees"))
         .expect("images")
         .flatten()
         .map(|e| e.file_name())

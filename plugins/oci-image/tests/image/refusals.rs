@@ -59,7 +59,7 @@ async fn unpinned_references_are_refused_before_any_network_access() {
         .await
         .expect_err("relative mount point");
     assert!(matches!(err, ImageError::InvalidMountPoint { .. }), "{err}");
-    assert!(all_paths(&dir.path().join("images")).is_empty());
+    assert!(all_paths(&dir.path().join("trees")).is_empty());
 }
 
 #[tokio::test]
@@ -116,7 +116,7 @@ async fn an_image_declaring_a_volume_is_refused() {
         "{message}"
     );
     // Refused from its config: no layer was fetched, nothing was unpacked.
-    assert!(all_paths(&cache.root().join("images")).is_empty());
+    assert!(all_paths(&cache.root().join("trees")).is_empty());
     assert_eq!(
         std::fs::read_dir(cache.root().join("blobs/sha256"))
             .expect("blobs")

@@ -287,14 +287,191 @@ async fn a_tampered_cached_image_is_rebuilt_not_run() {
     assert_eq!(stdout(&run), "0\n", "the tampered file ran: {run:?}");
 }
 
-/// Files at `relative` inside every cached rootfs under `cache`.
+/// Files at `relative` inside every cached rootfs under `cache` (every
+/// generation of every image).
 fn glob_rootfs(cache: &Path, relative: &str) -> Vec<PathBuf> {
-    std::fs::read_dir(cache.join("images"))
+    std::fs::read_dir(cache.join("trees"))
         .unwrap()
         .flatten()
-        .map(|image| image.path().join("rootfs").join(relative))
+        .flat_map(|image| std::fs::read_dir(image.path()).unwrap().flatten())
+        .map(|generation| generation.path().join("rootfs").join(relative))
         .filter(|path| path.is_file())
         .collect()
+}
+
+/// The environment variable naming the cache the helper below prepares.
+const HELPER_CACHE: &str = "PROGSCORE_TEST_OCI_HELPER_CACHE";
+
+/// Not a test of its own: the second process of the test below, started
+/// with the cache named in its environment. It prepares `python-oci` there
+/// (as a second `progscore` would before its first run) and exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by a_tree_judged_damaged_elsewhere_stays_under_a_running_program"]
+async fn helper_prepare_the_python_image() {
+    let Some(cache) = std::env::var_os(HELPER_CACHE) else {
+        return;
+    };
+    let options = OciOptions {
+        image_cache: cache.into(),
+        ..OciOptions::default()
+    };
+    let client = OciClient::new(profiles(), options).unwrap();
+    client.preflight("python-oci").await.expect("preflight");
+}
+
+/// The pid of `owner`'s program once it handles SIGUSR1 (found by its
+/// cgroup, as the host sees it).
+async fn program_waiting_for_sigusr1(owner: &str) -> libc::pid_t {
+    let wanted = format!("/progscore/{owner}/");
+    loop {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse().ok()) else {
+                continue;
+            };
+            let in_cgroup = std::fs::read_to_string(entry.path().join("cgroup"))
+                .is_ok_and(|cgroup| cgroup.contains(&wanted));
+            let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+            let handles_usr1 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("SigCgt:"))
+                .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+                .is_some_and(|mask| mask & (1 << (libc::SIGUSR1 - 1)) != 0);
+            if in_cgroup && handles_usr1 && status.contains("python3") {
+                return pid;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Two processes share the cache. While a program of the first runs on the
+/// image's tree, the second finds that tree damaged (a file appeared in it,
+/// as a runtime creating a mount point would make) and rebuilds it. The
+/// running program, which then loads modules and starts python again from
+/// the tree, is unaffected: a tree in use is never deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_judged_damaged_elsewhere_stays_under_a_running_program() {
+    let cache = tempfile::tempdir().unwrap();
+    let options = OciOptions {
+        image_cache: cache.path().to_path_buf(),
+        ..OciOptions::default()
+    };
+    // The program waits for the second process's whole rebuild.
+    let mut waiting = spec("python-oci");
+    waiting.limits.timeout = "300s".into();
+    let waiting = RuntimeProfile::from_spec("python-oci", &waiting, Path::new(".")).unwrap();
+    let client = OciClient::new(vec![waiting], options.clone()).unwrap();
+    let program = "import signal\nsignal.signal(signal.SIGUSR1, lambda *a: None)\nsignal.pause()\nimport csv, subprocess, textwrap\nchild = subprocess.run(['python3', '-c', 'import email.mime.text; print(6 * 7)'], capture_output=True, text=True)\nprint(child.stdout.strip(), csv.QUOTE_ALL, textwrap.dedent('  x'))\n";
+    let invocations = [Invocation::default()];
+    let mut running = client.execute(program.as_bytes(), "python-oci", &invocations);
+    // The run goes on in the client's own tasks whether or not this
+    // future is polled; it is awaited at the end.
+    let pid = tokio::select! {
+        pid = program_waiting_for_sigusr1(client.owner()) => pid,
+        run = &mut running => panic!("the program ended before it waited: {run:?}"),
+    };
+    let trees = glob_rootfs(cache.path(), "etc/passwd");
+    assert_eq!(trees.len(), 1, "{trees:?}");
+    let rootfs = trees[0].parent().unwrap().parent().unwrap();
+    std::fs::write(rootfs.join("stray"), b"").unwrap();
+    let helper = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "helper_prepare_the_python_image", "--ignored"])
+        .env(HELPER_CACHE, cache.path())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        helper.status.success(),
+        "the second process failed: {}",
+        String::from_utf8_lossy(&helper.stdout)
+    );
+    // SAFETY: kill has no memory-safety preconditions.
+    let sent = unsafe { libc::kill(pid, libc::SIGUSR1) };
+    assert_eq!(sent, 0, "{}", std::io::Error::last_os_error());
+    let run = running.await;
+    let run = run.expect("run");
+    assert_eq!(
+        run.events[0].outcome,
+        Outcome::Exited { exit_code: 0 },
+        "{run:?}"
+    );
+    assert_eq!(stdout(&run), "42 1 x\n", "{run:?}");
+
+    // The rebuilt tree is current; the damaged one goes once its user is gone.
+    assert_eq!(glob_rootfs(cache.path(), "stray").len(), 1);
+    drop(client);
+    let next = OciClient::new(profiles(), options).unwrap();
+    next.preflight("python-oci").await.expect("preflight");
+    assert_eq!(glob_rootfs(cache.path(), "etc/passwd").len(), 1);
+    assert_eq!(glob_rootfs(cache.path(), "stray"), Vec::<PathBuf>::new());
+}
+
+/// Runs under runc and runsc leave the shared tree as it was built: every
+/// mount point the bundle needs exists in it beforehand, even for an image
+/// without `/tmp` (so the runtime never creates one there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_leave_the_shared_tree_unchanged() {
+    let cache = tempfile::tempdir().unwrap();
+    let options = OciOptions {
+        image_cache: cache.path().to_path_buf(),
+        ..OciOptions::default()
+    };
+    let image = image_without_tmp();
+    let profiles: Vec<RuntimeProfile> = ["python-oci", "python-oci-gvisor"]
+        .into_iter()
+        .map(|name| {
+            let mut spec = spec(name);
+            spec.image = Some(image.clone());
+            RuntimeProfile::from_spec(name, &spec, Path::new(".")).expect("profile")
+        })
+        .collect();
+    let client = OciClient::new(profiles, options).unwrap();
+    for profile in ["python-oci", "python-oci-gvisor"] {
+        let run = run(
+            &client,
+            profile,
+            "import os\nprint(os.getcwd(), os.path.isdir('/tmp'))\n",
+        )
+        .await;
+        assert_eq!(stdout(&run), "/tmp True\n", "{profile}: {run:?}");
+    }
+    let cached = client.cached_images().await;
+    assert_eq!(cached.len(), 1, "{cached:?}");
+    assert!(
+        cached[0].is_intact(),
+        "a run changed the shared tree: {:?}",
+        cached[0].problems
+    );
+}
+
+/// The project's python image with `/tmp` removed, pushed to the local
+/// registry; its digest reference.
+fn image_without_tmp() -> String {
+    let base = spec("python-oci").image.expect("python-oci has an image");
+    let tag = "127.0.0.1:5000/progscore-test-oci-no-tmp:latest";
+    let mut build = std::process::Command::new("docker")
+        .args(["build", "--network", "none", "--quiet", "--tag", tag, "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("docker build");
+    use std::io::Write;
+    write!(
+        build.stdin.take().unwrap(),
+        "FROM {base}\nRUN rm -rf /tmp\n"
+    )
+    .unwrap();
+    assert!(build.wait().unwrap().success(), "docker build failed");
+    let push = std::process::Command::new("docker")
+        .args(["push", "--quiet", tag])
+        .output()
+        .expect("docker push");
+    assert!(
+        push.status.success(),
+        "{}",
+        String::from_utf8_lossy(&push.stderr)
+    );
+    fixture_reference("progscore-test-oci-no-tmp")
 }
 
 /// A fixture image's digest reference, as scripts/setup.sh pushed it.
