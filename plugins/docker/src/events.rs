@@ -72,6 +72,7 @@ impl ContainerEvents {
             .filters(&filters)
             .build();
         let mut stream = Box::pin(docker.events(Some(options)));
+        let name = name.to_string();
         let task = tokio::spawn(async move {
             while let Some(event) = stream.next().await {
                 let event = match event {
@@ -82,11 +83,15 @@ impl ContainerEvents {
                         return;
                     }
                 };
-                let signal = event
+                let attributes = event
                     .actor
                     .as_ref()
-                    .and_then(|actor| actor.attributes.as_ref())
-                    .and_then(|attributes| attributes.get("signal").cloned());
+                    .and_then(|actor| actor.attributes.as_ref());
+                // The engine's filter also takes names it is a prefix of.
+                if attributes.and_then(|a| a.get("name")) != Some(&name) {
+                    continue;
+                }
+                let signal = attributes.and_then(|a| a.get("signal").cloned());
                 let destroyed = event.action.as_deref() == Some("destroy");
                 sender.send_modify(|seen| match event.action.as_deref() {
                     Some("create") => seen.created = true,
