@@ -109,6 +109,9 @@ struct EngineFault {
     /// The engine answered with a 5xx: what a stopping engine answers while
     /// it shuts down (e.g. "grpc: the client connection is closing").
     server_error: bool,
+    /// The engine answered 409: e.g. the container's removal is already
+    /// in progress (someone else's `docker rm -f`).
+    conflict: bool,
 }
 
 impl EngineFault {
@@ -119,6 +122,13 @@ impl EngineFault {
             server_error: matches!(
                 err,
                 BollardError::DockerResponseServerError { status_code, .. } if *status_code >= 500
+            ),
+            conflict: matches!(
+                err,
+                BollardError::DockerResponseServerError {
+                    status_code: 409,
+                    ..
+                }
             ),
         }
     }
@@ -368,6 +378,7 @@ impl Lifecycle<'_, '_> {
                 ),
                 transport: true,
                 server_error: false,
+                conflict: false,
             }),
         }
     }
@@ -544,6 +555,7 @@ impl Lifecycle<'_, '_> {
                 message,
                 transport: false,
                 server_error: false,
+                conflict: false,
             });
         }
 
@@ -559,6 +571,7 @@ impl Lifecycle<'_, '_> {
                 ),
                 transport: false,
                 server_error: false,
+                conflict: false,
             });
         } else {
             match (timed_out, state.exit_code) {
@@ -574,6 +587,7 @@ impl Lifecycle<'_, '_> {
                         message: format!("container {} has no exit code in its state", self.name),
                         transport: false,
                         server_error: false,
+                        conflict: false,
                     });
                 }
             }
@@ -692,12 +706,19 @@ impl Lifecycle<'_, '_> {
     }
 
     async fn remove(&self) -> Result<(), EngineFault> {
-        remove_container(
-            self.context.docker,
-            self.context.options.engine_timeout,
-            self.name,
-        )
-        .await
+        let limit = self.context.options.engine_timeout;
+        match remove_container(self.context.docker, limit, self.name).await {
+            // Someone else is removing it (`docker rm -f`): it is removed
+            // once the engine destroyed it.
+            Err(fault) if fault.conflict => {
+                if self.events.settled(limit).await.destroyed {
+                    Ok(())
+                } else {
+                    Err(fault)
+                }
+            }
+            other => other,
+        }
     }
 }
 
@@ -722,6 +743,7 @@ async fn remove_container(
             message: format!("removing: the engine did not answer within {engine_timeout:?}"),
             transport: true,
             server_error: false,
+            conflict: false,
         }),
     }
 }

@@ -71,6 +71,65 @@ async fn a_runc_program_killed_from_outside_is_undetermined_and_later_cases_do_n
     h.assert_clean().await;
 }
 
+/// A container removed (`docker rm -f`) while its program runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_removed_from_outside_is_undetermined() {
+    let h = harness(vec![profile(RUNC), profile(GVISOR)]);
+    for name in [RUNC, GVISOR] {
+        let call = h.run_one(name, SELF_KILL, &["wait"]);
+        let fault = async {
+            let container = running_container(&h).await;
+            let options = RemoveContainerOptionsBuilder::new().force(true).build();
+            docker()
+                .remove_container(&container, Some(options))
+                .await
+                .unwrap_or_else(|e| panic!("docker rm -f {container}: {e}"));
+        };
+        let (run, ()) = tokio::join!(call, fault);
+        let message = sandbox_error(&run, 0);
+        assert!(message.contains("killed from outside"), "{message}");
+        // The engine's removal in progress is waited for, not a failure.
+        assert!(
+            run.sandbox_warnings.is_empty(),
+            "{:?}",
+            run.sandbox_warnings
+        );
+        h.assert_clean().await;
+        assert_no_cgroups_of(&h);
+    }
+}
+
+/// Nothing is left of the client's cgroups.
+fn assert_no_cgroups_of(h: &Harness) {
+    let cgroups = Path::new("/sys/fs/cgroup/memory/progscore").join(h.client.owner());
+    let left: Vec<_> = std::fs::read_dir(&cgroups)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().is_dir())
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "cgroups left: {left:?}");
+}
+
+/// When the engine's events cannot be watched, an exit code 137 progscore
+/// did not cause cannot be told from a kill: undetermined, not a failure.
+/// Other exits stand.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_engines_events_an_unexplained_137_is_undetermined() {
+    let proxy = proxy::EngineProxy::start();
+    proxy.faults.fail_events.store(true, Ordering::SeqCst);
+    let h = harness_with_socket(vec![profile(GVISOR)], Some(proxy.socket()));
+    let run = h.run_one(GVISOR, "import os\nos._exit(137)\n", &[]).await;
+    let message = sandbox_error(&run, 0);
+    assert!(message.contains("events"), "{message}");
+    let run = h.run_one(GVISOR, SQUARE, &["3"]).await;
+    assert_eq!(exit_code(&run, 0), 0, "{run:#?}");
+    assert_eq!(stdout(&run, 0), "9\n");
+    h.assert_clean().await;
+}
+
 /// `exit(137)` with nothing done from outside is the program's own exit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exit_137_of_the_program_itself_is_its_exit() {
@@ -259,4 +318,5 @@ async fn kills_removals_and_pauses_from_outside_never_make_a_correct_program_wro
         assert_eq!(stdout(&run, 0), format!("{}\n", index * index));
     }
     h.assert_clean().await;
+    assert_no_cgroups_of(&h);
 }

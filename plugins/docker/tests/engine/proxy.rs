@@ -34,6 +34,8 @@ pub struct Faults {
     /// An attach stream is cut (closed, as a dropped connection would be)
     /// after this many bytes of output reached the client; 0: never.
     pub cut_attach_after_bytes: AtomicU64,
+    /// `GET /events` answers 500: the engine's events cannot be watched.
+    pub fail_events: AtomicBool,
 }
 
 impl Faults {
@@ -160,6 +162,12 @@ async fn handle(
         return full(
             StatusCode::INTERNAL_SERVER_ERROR,
             r#"{"message":"injected removal failure"}"#,
+        );
+    }
+    if path.ends_with("/events") && faults.fail_events.load(Ordering::SeqCst) {
+        return full(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            r#"{"message":"injected events failure"}"#,
         );
     }
     let hidden: Vec<&'static str> = faults.hidden_support.lock().unwrap().clone();
