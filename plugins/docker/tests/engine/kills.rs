@@ -86,8 +86,12 @@ async fn a_container_removed_from_outside_is_undetermined() {
                 .unwrap_or_else(|e| panic!("docker rm -f {container}: {e}"));
         };
         let (run, ()) = tokio::join!(call, fault);
+        // Killed, or already gone when the engine was asked about it.
         let message = sandbox_error(&run, 0);
-        assert!(message.contains("killed from outside"), "{message}");
+        assert!(
+            message.contains("killed from outside") || message.contains("No such container"),
+            "{message}"
+        );
         // The engine's removal in progress is waited for, not a failure.
         assert!(
             run.sandbox_warnings.is_empty(),
