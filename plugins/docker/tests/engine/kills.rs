@@ -71,6 +71,41 @@ async fn a_runc_program_killed_from_outside_is_undetermined_and_later_cases_do_n
     h.assert_clean().await;
 }
 
+/// The compile step killed from outside is not a compile error: the build
+/// is a sandbox error and no case is decided.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compile_killed_from_outside_is_undetermined() {
+    let h = harness(vec![profile("c")]);
+    // Enough functions to keep the compiler busy for a while.
+    let mut program = String::from("#include <stdio.h>\nstatic volatile int v;\n");
+    for i in 0..3000 {
+        program.push_str(&format!(
+            "int f{i}(int x) {{ for (int j = 0; j < x; j++) v += j * {i}; return v; }}\n"
+        ));
+    }
+    program.push_str("int main(void) { printf(\"%d\\n\", f1(3)); return 0; }\n");
+    let invocations = [Invocation::default()];
+    let call = h.client.execute(program.as_bytes(), "c", &invocations);
+    let fault = async { kill_from_outside(&running_container(&h).await).await };
+    let (run, ()) = tokio::join!(call, fault);
+    let run = run.expect("run");
+    let compile = run.compile.as_ref().expect("a compile event");
+    match &compile.event.outcome {
+        Outcome::SandboxError { message } => {
+            assert!(message.contains("killed from outside"), "{message}");
+        }
+        other => panic!("the killed compile came back {other:?}: {run:#?}"),
+    }
+    assert!(
+        matches!(
+            run.events[0].outcome,
+            Outcome::SandboxError { .. } | Outcome::NotRun { .. }
+        ),
+        "{run:#?}"
+    );
+    h.assert_clean().await;
+}
+
 /// A container removed (`docker rm -f`) while its program runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_container_removed_from_outside_is_undetermined() {
