@@ -11,12 +11,16 @@
 //! order, so once `destroy` arrived nothing that happened to the container
 //! is missing.
 //!
-//! One filtered subscription per container: the container's unique name is
-//! the filter, so nothing of other containers is read, and the stream ends
-//! with the container. The engine answers the subscription before it
-//! registers it, so the subscription asks for the buffered events too
-//! (`since` the epoch: only this container's, which are few), and the
-//! container's own `create` event proves that it is live.
+//! One filtered subscription per container, opened before the container is
+//! created: the container's unique name is the filter, so nothing of other
+//! containers is read, and the stream ends with the container. The engine
+//! answers the subscription before it registers it, so the subscription
+//! also asks for the engine's buffered events (`since` the epoch: only this
+//! container's, which are few); the engine registers a subscription and
+//! reads its buffer in one step, so there is no gap between the two. The
+//! buffer is short (it drops its oldest events under load), but it drops
+//! them in order: once the container's own `create` event arrived, nothing
+//! after it can be missing ([`Seen::complete`]).
 
 use std::collections::HashMap;
 use std::time::Duration;

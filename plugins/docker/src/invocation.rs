@@ -40,6 +40,10 @@ use crate::options::{DockerOptions, OWNER_LABEL};
 use crate::pool::ActiveContainers;
 use crate::streams::{feed_and_drain, wait_for_exit};
 
+/// How long a program's start waits for the proof that the engine's events
+/// about its container are watched.
+const EVENTS_LIVE_WAIT: Duration = Duration::from_secs(10);
+
 /// Everything an invocation needs from its call.
 pub(crate) struct InvocationContext<'a> {
     pub docker: &'a Docker,
@@ -422,9 +426,12 @@ impl Lifecycle<'_, '_> {
             return Ok(not_run());
         }
         // Nothing may happen to the container unseen: its `create` event
-        // proves the subscription live. Without it the events cannot
-        // explain a SIGKILL, which then stays unexplained.
-        if !self.events.live(self.context.options.engine_timeout).await {
+        // proves the subscription live. The engine published it before it
+        // answered `create`, so it is due now; a stream that is slower only
+        // leaves a SIGKILL unexplained (undetermined), so the program is
+        // not held back for the whole engine timeout.
+        let live_wait = self.context.options.engine_timeout.min(EVENTS_LIVE_WAIT);
+        if !self.events.live(live_wait).await {
             tracing::debug!("the events of container {} are not watched", self.name);
         }
         self.step(
