@@ -5,6 +5,7 @@
 mod scoring_common;
 
 mod engines;
+mod kills;
 mod languages;
 mod leases;
 mod report;

@@ -438,6 +438,39 @@ impl InvocationCgroup {
         fs::read_to_string(dir.join(file)).ok()?.trim().parse().ok()
     }
 
+    /// How many processes the kernel's OOM killer killed below the parent:
+    /// the cgroup's own count, unlike a peak at the cap (which page cache
+    /// and tmpfs reach too). cgroup v2 counts kills hierarchically, in the
+    /// parent's `memory.events`; v1 counts a kill only in the killed
+    /// process's own cgroup (`memory.oom_control`), so the parent's and
+    /// those of the container cgroups still below it are added up (the
+    /// runtime removes a container's cgroup with the container).
+    pub fn oom_kills(&self) -> Option<u64> {
+        match &self.cgroups.layout {
+            Layout::V1 { memory, .. } => {
+                let read = |dir: &Path| {
+                    let text = fs::read_to_string(dir.join("memory.oom_control")).ok()?;
+                    stat_field(&text, "oom_kill")
+                };
+                let parent = self.dir(memory);
+                let below: u64 = fs::read_dir(&parent)
+                    .map(|entries| {
+                        entries
+                            .flatten()
+                            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                            .filter_map(|e| read(&e.path()))
+                            .sum()
+                    })
+                    .unwrap_or(0);
+                read(&parent).map(|kills| kills + below)
+            }
+            Layout::V2 { root } => {
+                let text = fs::read_to_string(self.dir(root).join("memory.events")).ok()?;
+                stat_field(&text, "oom_kill")
+            }
+        }
+    }
+
     /// Per-thread CPU waits and quota throttling of the running container `id`.
     pub fn sample_waits(&self, id: &str) -> Option<WaitSample> {
         let leaf = self.leaf(self.cpu_hierarchy(), id);

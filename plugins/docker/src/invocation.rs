@@ -34,10 +34,15 @@ use tokio_util::sync::CancellationToken;
 use crate::container::{Placement, container_spec};
 use crate::delivery::Files;
 use crate::engine::{EngineFacts, ImageFacts, describe, is_transport_error};
+use crate::events::{ContainerEvents, Seen};
 use crate::health::EngineHealth;
 use crate::options::{DockerOptions, OWNER_LABEL};
 use crate::pool::ActiveContainers;
 use crate::streams::{feed_and_drain, wait_for_exit};
+
+/// How long a program's start waits for the proof that the engine's events
+/// about its container are watched.
+const EVENTS_LIVE_WAIT: Duration = Duration::from_secs(10);
 
 /// Everything an invocation needs from its call.
 pub(crate) struct InvocationContext<'a> {
@@ -108,6 +113,9 @@ struct EngineFault {
     /// The engine answered with a 5xx: what a stopping engine answers while
     /// it shuts down (e.g. "grpc: the client connection is closing").
     server_error: bool,
+    /// The engine answered 409: e.g. the container's removal is already
+    /// in progress (someone else's `docker rm -f`).
+    conflict: bool,
 }
 
 impl EngineFault {
@@ -118,6 +126,13 @@ impl EngineFault {
             server_error: matches!(
                 err,
                 BollardError::DockerResponseServerError { status_code, .. } if *status_code >= 500
+            ),
+            conflict: matches!(
+                err,
+                BollardError::DockerResponseServerError {
+                    status_code: 409,
+                    ..
+                }
             ),
         }
     }
@@ -137,6 +152,10 @@ struct Observed {
     duration: Duration,
     usage: Option<ResourceUsage>,
     confirm: Option<String>,
+    /// Exit code 137 that progscore did not cause: a SIGKILL from outside,
+    /// the program's own (gVisor), or `exit(137)`; the engine's events
+    /// decide which.
+    unexplained_sigkill: bool,
 }
 
 pub(crate) async fn run(
@@ -151,6 +170,9 @@ pub(crate) async fn run(
     );
     // In use from before its creation until its removal was tried.
     let _in_use = context.active.hold(&name);
+    // Watched from before its creation, so that nothing the engine did to
+    // it is missed.
+    let events = ContainerEvents::watch(context.docker, &name);
     let cgroup = context
         .cgroups
         .map(|cgroups| cgroups.invocation(context.owner, &name));
@@ -179,6 +201,8 @@ pub(crate) async fn run(
         context,
         name: &name,
         cgroup: cgroup.as_ref(),
+        events: &events,
+        kills_sent: std::sync::atomic::AtomicUsize::new(0),
     };
     let observed = lifecycle
         .drive(spec.body, stdin, &mut stdout, &mut stderr, alone)
@@ -227,9 +251,11 @@ pub(crate) async fn run(
     // engine may have created the container before the connection failed.
     // Once the engine is gone, removal waits for its return (the caller).
     let mut leftover = None;
+    let mut removed = false;
     if !matches!(next, Next::EngineLost(_)) {
         match lifecycle.remove().await {
             Ok(()) => {
+                removed = true;
                 if let Some(cgroup) = &cgroup
                     && let Err(e) = cgroup.remove()
                 {
@@ -249,6 +275,29 @@ pub(crate) async fn run(
             }
         }
     }
+
+    // What the engine saw decides whether the outcome is the program's.
+    let outcome = match outcome {
+        Ok(observed) if !cancelled => {
+            let seen = if removed {
+                events.settled(context.options.engine_timeout).await
+            } else {
+                events.seen()
+            };
+            match lifecycle.judge(observed, &seen) {
+                Ok(observed) => Ok(observed),
+                Err(message) => {
+                    if matches!(next, Next::Continue | Next::ConfirmAlone(_)) {
+                        next = Next::Stop(format!(
+                            "an earlier invocation hit a sandbox error: {message}"
+                        ));
+                    }
+                    Err(message)
+                }
+            }
+        }
+        other => other,
+    };
 
     let (outcome, duration, usage) = match outcome {
         Ok(observed) => (observed.outcome, observed.duration, observed.usage),
@@ -306,6 +355,10 @@ struct Lifecycle<'c, 'a> {
     context: &'c InvocationContext<'a>,
     name: &'c str,
     cgroup: Option<&'c InvocationCgroup>,
+    events: &'c ContainerEvents,
+    /// The kills progscore asked the engine for: any `kill` event beyond
+    /// them came from someone else.
+    kills_sent: std::sync::atomic::AtomicUsize,
 }
 
 impl Lifecycle<'_, '_> {
@@ -329,6 +382,7 @@ impl Lifecycle<'_, '_> {
                 ),
                 transport: true,
                 server_error: false,
+                conflict: false,
             }),
         }
     }
@@ -354,6 +408,7 @@ impl Lifecycle<'_, '_> {
             )
             .await?;
         // Attached before start, so no output is missed.
+        let with_stdin = stdin.is_some();
         let attach_options = AttachContainerOptionsBuilder::new()
             .stream(true)
             .stdin(stdin.is_some())
@@ -369,6 +424,15 @@ impl Lifecycle<'_, '_> {
             .await?;
         if token.is_cancelled() {
             return Ok(not_run());
+        }
+        // Nothing may happen to the container unseen: its `create` event
+        // proves the subscription live. The engine published it before it
+        // answered `create`, so it is due now; a stream that is slower only
+        // leaves a SIGKILL unexplained (undetermined), so the program is
+        // not held back for the whole engine timeout.
+        let live_wait = self.context.options.engine_timeout.min(EVENTS_LIVE_WAIT);
+        if !self.events.live(live_wait).await {
+            tracing::debug!("the events of container {} are not watched", self.name);
         }
         self.step(
             "starting",
@@ -411,7 +475,12 @@ impl Lifecycle<'_, '_> {
                 },
                 // The streams may end before the program does (it closed
                 // them): keep waiting for the exit.
-                ended = &mut io, if io_end.is_none() => io_end = Some(ended),
+                ended = &mut io, if io_end.is_none() => {
+                    io_end = Some(match ended {
+                        Ok(()) if with_stdin => self.stream_end_is_the_engines().await,
+                        other => other,
+                    });
+                }
                 () = &mut deadline => {
                     // Time the program waited for a CPU is given back.
                     let more = cpu_wait().and_then(|wait| {
@@ -493,6 +562,7 @@ impl Lifecycle<'_, '_> {
                 message,
                 transport: false,
                 server_error: false,
+                conflict: false,
             });
         }
 
@@ -508,6 +578,7 @@ impl Lifecycle<'_, '_> {
                 ),
                 transport: false,
                 server_error: false,
+                conflict: false,
             });
         } else {
             match (timed_out, state.exit_code) {
@@ -523,6 +594,7 @@ impl Lifecycle<'_, '_> {
                         message: format!("container {} has no exit code in its state", self.name),
                         transport: false,
                         server_error: false,
+                        conflict: false,
                     });
                 }
             }
@@ -535,24 +607,83 @@ impl Lifecycle<'_, '_> {
             peak_memory_bytes: cgroup.peak_memory(),
             cpu_wait_ms: starved.map(millis),
         });
-        // The engine can miss an OOM kill (the exit can reach it before the
-        // OOM event, seen under gVisor). The invocation's own cgroup records
-        // that the program's memory reached its cap: a SIGKILL there, not
-        // sent by progscore, is the cap's.
-        let at_cap = usage
-            .as_ref()
-            .and_then(|u| u.peak_memory_bytes)
-            .is_some_and(|peak| peak >= limits.memory_bytes);
+        // The engine's state can miss an OOM kill (its exit can reach the
+        // engine before the OOM event, seen under gVisor); the cgroup's own
+        // count of OOM kills cannot (a peak at the cap can be page cache).
+        let oom_counted = measured
+            .and_then(InvocationCgroup::oom_kills)
+            .is_some_and(|kills| kills > 0);
         let outcome = match outcome {
-            Outcome::Exited { exit_code: 137 } if !killed_by_us && at_cap => Outcome::MemoryLimit,
+            Outcome::Exited { exit_code: 137 } if !killed_by_us && oom_counted => {
+                Outcome::MemoryLimit
+            }
             other => other,
         };
+        let unexplained_sigkill =
+            !killed_by_us && matches!(outcome, Outcome::Exited { exit_code: 137 });
         Ok(Observed {
             outcome,
             duration: window,
             usage,
             confirm,
+            unexplained_sigkill,
         })
+    }
+
+    /// The outcome as the engine's events explain it, once the container is
+    /// gone (`seen` holds everything the engine reported about it): a kill
+    /// progscore did not ask for is a sandbox fault, whatever the exit code
+    /// says; an exit code 137 progscore did not cause is the memory cap's
+    /// when the engine saw an OOM kill, the program's own when the events
+    /// were watched throughout and show no kill, and unknown otherwise.
+    fn judge(&self, mut observed: Observed, seen: &Seen) -> Result<Observed, String> {
+        let ours = self.kills_sent.load(std::sync::atomic::Ordering::SeqCst);
+        if seen.kills.len() > ours {
+            let signals: Vec<String> = seen.kills.iter().map(|s| format!("signal {s}")).collect();
+            return Err(format!(
+                "container {} was killed from outside progscore ({}; progscore sent {ours}): \
+                 the program's outcome is unknown",
+                self.name,
+                signals.join(", ")
+            ));
+        }
+        if observed.unexplained_sigkill {
+            if seen.oom {
+                observed.outcome = Outcome::MemoryLimit;
+            } else if !seen.complete() {
+                let why = seen.broken.clone().unwrap_or_else(|| {
+                    "its events were not seen from its creation to its removal".into()
+                });
+                return Err(format!(
+                    "container {} ended with code 137 (a SIGKILL?) that progscore did not send, \
+                     and the engine's events cannot say who sent it: {why}",
+                    self.name
+                ));
+            }
+        }
+        Ok(observed)
+    }
+
+    /// Whether an attach stream that ended before the engine reported the
+    /// exit was ended by the engine. With stdin attached (`StdinOnce`) the
+    /// engine holds the stream open until the container stopped, so an end
+    /// while it still runs was not the engine's: the connection was cut
+    /// and what the program wrote after it is lost.
+    async fn stream_end_is_the_engines(&self) -> Result<(), String> {
+        let state = self
+            .inspect()
+            .await
+            .map_err(|fault| fault.message)?
+            .state
+            .unwrap_or_default();
+        if state.running == Some(true) {
+            return Err(format!(
+                "the output stream of container {} ended while the container still ran: \
+                 the connection to the engine was cut and its output may be incomplete",
+                self.name
+            ));
+        }
+        Ok(())
     }
 
     async fn inspect(&self) -> Result<ContainerInspectResponse, EngineFault> {
@@ -566,6 +697,8 @@ impl Lifecycle<'_, '_> {
     }
 
     async fn kill(&self) {
+        self.kills_sent
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let options = KillContainerOptionsBuilder::new().signal("SIGKILL").build();
         if let Err(fault) = self
             .step(
@@ -580,12 +713,19 @@ impl Lifecycle<'_, '_> {
     }
 
     async fn remove(&self) -> Result<(), EngineFault> {
-        remove_container(
-            self.context.docker,
-            self.context.options.engine_timeout,
-            self.name,
-        )
-        .await
+        let limit = self.context.options.engine_timeout;
+        match remove_container(self.context.docker, limit, self.name).await {
+            // Someone else is removing it (`docker rm -f`): it is removed
+            // once the engine destroyed it.
+            Err(fault) if fault.conflict => {
+                if self.events.settled(limit).await.destroyed {
+                    Ok(())
+                } else {
+                    Err(fault)
+                }
+            }
+            other => other,
+        }
     }
 }
 
@@ -610,6 +750,7 @@ async fn remove_container(
             message: format!("removing: the engine did not answer within {engine_timeout:?}"),
             transport: true,
             server_error: false,
+            conflict: false,
         }),
     }
 }
@@ -622,6 +763,7 @@ fn not_run() -> Observed {
         duration: Duration::ZERO,
         usage: None,
         confirm: None,
+        unexplained_sigkill: false,
     }
 }
 

@@ -17,6 +17,7 @@ mod client;
 mod container;
 mod delivery;
 mod engine;
+mod events;
 mod health;
 mod invocation;
 mod options;

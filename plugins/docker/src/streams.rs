@@ -37,11 +37,20 @@ pub(crate) async fn feed_and_drain(
     let drain = async {
         while let Some(chunk) = output.next().await {
             let (capture, message) = match chunk {
-                Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message }) => {
-                    (&mut *stdout, message)
-                }
+                Ok(LogOutput::StdOut { message }) => (&mut *stdout, message),
                 Ok(LogOutput::StdErr { message }) => (&mut *stderr, message),
                 Ok(LogOutput::StdIn { .. }) => continue,
+                // Containers have no TTY: every byte comes in a framed
+                // chunk. Unframed bytes are what the decoder makes of a
+                // stream cut inside a frame (it flushes the rest at the end):
+                // the output is incomplete, never the program's.
+                Ok(LogOutput::Console { message }) => {
+                    return Err(format!(
+                        "the output of container {name} ended inside a frame \
+                         ({} unframed bytes): the stream was cut",
+                        message.len()
+                    ));
+                }
                 Err(err) => {
                     return Err(format!(
                         "reading the output of container {name}: {}",

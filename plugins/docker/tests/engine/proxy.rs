@@ -31,6 +31,11 @@ pub struct Faults {
     pub delay_start_ms: AtomicU64,
     /// The answer to `POST /containers/{id}/wait` is held back this long (ms).
     pub delay_wait_ms: AtomicU64,
+    /// An attach stream is cut (closed, as a dropped connection would be)
+    /// after this many bytes of output reached the client; 0: never.
+    pub cut_attach_after_bytes: AtomicU64,
+    /// `GET /events` answers 500: the engine's events cannot be watched.
+    pub fail_events: AtomicBool,
 }
 
 impl Faults {
@@ -159,6 +164,12 @@ async fn handle(
             r#"{"message":"injected removal failure"}"#,
         );
     }
+    if path.ends_with("/events") && faults.fail_events.load(Ordering::SeqCst) {
+        return full(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            r#"{"message":"injected events failure"}"#,
+        );
+    }
     let hidden: Vec<&'static str> = faults.hidden_support.lock().unwrap().clone();
     let rewrite_info = path.ends_with("/info") && !hidden.is_empty();
     let post = req.method() == hyper::Method::POST && path.contains("/containers/");
@@ -209,11 +220,25 @@ async fn handle(
 
     if response.status() == StatusCode::SWITCHING_PROTOCOLS {
         let upstream_upgrade = hyper::upgrade::on(&mut response);
+        let cut = faults.cut_attach_after_bytes.load(Ordering::SeqCst);
         tokio::spawn(async move {
             if let (Ok(client), Ok(upstream)) = (client_upgrade.await, upstream_upgrade.await) {
                 let mut client = TokioIo::new(client);
                 let mut upstream = TokioIo::new(upstream);
-                let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                if cut == 0 {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                    return;
+                }
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let (mut client_read, mut client_write) = tokio::io::split(client);
+                let (upstream_read, mut upstream_write) = tokio::io::split(upstream);
+                let input = tokio::io::copy(&mut client_read, &mut upstream_write);
+                let output = async {
+                    let _ = tokio::io::copy(&mut upstream_read.take(cut), &mut client_write).await;
+                    // A clean end (FIN), as a connection ended by a middlebox looks.
+                    let _ = client_write.shutdown().await;
+                };
+                let _ = tokio::join!(input, output);
             }
         });
         let (parts, _) = response.into_parts();
