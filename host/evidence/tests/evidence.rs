@@ -474,3 +474,57 @@ fn of_many_owners_racing_for_a_free_lease_exactly_one_gets_it() {
     });
     assert_eq!(won, 1);
 }
+
+#[test]
+fn expired_leases_left_by_dead_owners_are_removed_when_the_store_is_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("leases.db");
+    let (stale, live) = ("s".repeat(64), "l".repeat(64));
+    {
+        // A process that took two leases and died without releasing them:
+        // one has expired since, the other is still running out.
+        // (The live one first: taking a lease removes expired ones.)
+        let dead = EvidenceStore::open(&path).unwrap();
+        assert!(
+            dead.try_acquire_lease(&live, "dead/2", std::time::Duration::from_secs(60))
+                .unwrap()
+        );
+        assert!(
+            dead.try_acquire_lease(&stale, "dead/1", std::time::Duration::ZERO)
+                .unwrap()
+        );
+    }
+    // Any later command that opens the store (one that takes no lease too).
+    let later = EvidenceStore::open(&path).unwrap();
+    assert_eq!(
+        later.lease(&stale).unwrap(),
+        None,
+        "the expired lease stayed"
+    );
+    assert_eq!(later.lease(&live).unwrap().unwrap().owner, "dead/2");
+    assert_eq!(later.sweep_expired_leases().unwrap(), 0);
+}
+
+#[test]
+fn an_owners_leases_are_released_by_prefix_and_no_one_elses() {
+    let store = EvidenceStore::open_in_memory().unwrap();
+    let ttl = std::time::Duration::from_secs(60);
+    for (key, owner) in [
+        ("a", "me/1"),
+        ("b", "me/2"),
+        ("c", "me-too/1"),
+        ("d", "other/1"),
+    ] {
+        assert!(
+            store
+                .try_acquire_lease(&key.repeat(64), owner, ttl)
+                .unwrap()
+        );
+    }
+    assert_eq!(store.release_leases_of("me/").unwrap(), 2);
+    assert_eq!(store.lease(&"a".repeat(64)).unwrap(), None);
+    assert_eq!(store.lease(&"b".repeat(64)).unwrap(), None);
+    assert!(store.lease(&"c".repeat(64)).unwrap().is_some());
+    assert!(store.lease(&"d".repeat(64)).unwrap().is_some());
+    assert_eq!(store.release_leases_of("").unwrap(), 0);
+}

@@ -132,6 +132,7 @@ pub fn gather(
     let mut provenances = Provenances::default();
     let mut items = Vec::with_capacity(results.lines.len());
     let mut times: Vec<SystemTime> = Vec::new();
+    let mut mismatched_lines = Vec::new();
     for (number, value) in &results.lines {
         let line: Line = serde_json::from_value(value.clone()).map_err(|e| ReportError::Line {
             path: results.source.clone(),
@@ -168,6 +169,20 @@ pub fn gather(
                 found
             }
             None => None,
+        };
+        // Ids are only numbers and hashes: a results file read against
+        // another store (or edited) names evidence of other items. Shown,
+        // it would be another program's code and outputs under this line.
+        let (score, observation) = match mismatch(&line, score.as_ref(), observation.as_ref()) {
+            None => (score, observation),
+            Some(why) => {
+                notes.push(format!(
+                        "the evidence this line names in the store {} is not its own ({why}): it is not shown; are these results from another store?",
+                        store.location()
+                    ));
+                mismatched_lines.push(*number);
+                (None, None)
+            }
         };
         let program_sha256 = score
             .as_ref()
@@ -254,7 +269,69 @@ pub fn gather(
         items,
         span_seconds,
         provenances: provenances.list,
+        mismatched_lines,
     })
+}
+
+/// How the stored score and observation a line names fail to be that
+/// line's, if they do: the score is of another item, has another verdict or
+/// other observations; the observation is not the score's, or ran another
+/// program or profile, or another number of cases than the line reports.
+fn mismatch(
+    line: &Line,
+    score: Option<&StoredScore>,
+    observation: Option<&Observation>,
+) -> Option<String> {
+    if let Some(score) = score {
+        let record = &score.record;
+        if let (Some(id), Some(item)) = (&line.id, &record.item_id)
+            && id != item
+        {
+            return Some(format!("score {} is of item `{item}`", score.id));
+        }
+        let stored = verdict(record.status.as_str(), record.value);
+        let said = verdict(&line.status, line.value);
+        if stored != said {
+            return Some(format!(
+                "score {} is `{stored}`, the line says `{said}`",
+                score.id
+            ));
+        }
+        if !line.observation_ids.is_empty() && line.observation_ids != record.observation_ids {
+            return Some(format!(
+                "score {} used other observations than the line names",
+                score.id
+            ));
+        }
+        if let Some(observation) = observation {
+            if !record.observation_ids.contains(&observation.id) {
+                return Some(format!(
+                    "observation {} is not score {}'s",
+                    observation.id, score.id
+                ));
+            }
+            if observation.program_sha256 != record.program_sha256
+                || observation.profile != record.profile
+            {
+                return Some(format!(
+                    "observation {} ran another program or profile than score {} scored",
+                    observation.id, score.id
+                ));
+            }
+        }
+    }
+    if let Some(observation) = observation
+        && !line.cases.is_empty()
+        && line.cases.len() != observation.run.events.len()
+    {
+        return Some(format!(
+            "observation {} ran {} case(s), the line reports {}",
+            observation.id,
+            observation.run.events.len(),
+            line.cases.len()
+        ));
+    }
+    None
 }
 
 /// Provenances, each kept once: 10,000 items of one profile share one.

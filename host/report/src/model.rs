@@ -45,6 +45,10 @@ pub struct Report {
     pub span_seconds: Option<f64>,
     /// Each distinct provenance (without its container), once.
     pub provenances: Vec<serde_json::Value>,
+    /// Result lines (by number) whose evidence in the store is another
+    /// item's: it is not shown for them.
+    #[serde(skip)]
+    pub mismatched_lines: Vec<usize>,
 }
 
 /// One scored item.

@@ -70,15 +70,22 @@ struct RawLine {
 impl Batch {
     /// Reads a batch file; relative `program_file`s resolve against its folder.
     pub fn read(path: &Path) -> Result<Batch, BatchReadError> {
-        let text = std::fs::read_to_string(path).map_err(|source| BatchReadError {
+        let bytes = std::fs::read(path).map_err(|source| BatchReadError {
             file: path.display().to_string(),
             source,
         })?;
-        Ok(Batch::parse(path, &text))
+        Ok(Batch::parse_bytes(path, &bytes))
     }
 
     /// Parses batch text that came from `path`.
     pub fn parse(path: &Path, text: &str) -> Batch {
+        Batch::parse_bytes(path, text.as_bytes())
+    }
+
+    /// Parses a batch file's bytes that came from `path`. Each line is
+    /// decoded on its own: a line that is not UTF-8 is refused (naming the
+    /// first bad byte), and the other lines are still read.
+    pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Batch {
         let file = path.display().to_string();
         let base = path
             .parent()
@@ -86,11 +93,8 @@ impl Batch {
             .unwrap_or(Path::new("."));
         let mut batch = Batch::default();
         let mut seen = HashSet::new();
-        for (index, raw) in text.lines().enumerate() {
+        for (index, raw) in lines(bytes).enumerate() {
             let line = index + 1;
-            if raw.trim().is_empty() || raw.trim_start().starts_with("//") {
-                continue;
-            }
             let error =
                 |id: Option<String>, field: Option<String>, message: String| BatchLineError {
                     file: file.clone(),
@@ -99,6 +103,30 @@ impl Batch {
                     field,
                     message,
                 };
+            let raw = match std::str::from_utf8(raw) {
+                Ok(raw) => raw,
+                Err(bad) => {
+                    // The id, when the bad byte is elsewhere (in the
+                    // program, say), so the result line can name the item.
+                    let lossy = String::from_utf8_lossy(raw);
+                    let id = serde_json::from_str::<serde_json::Value>(&lossy)
+                        .ok()
+                        .and_then(|v| v.get("id").and_then(|id| id.as_str()).map(String::from))
+                        .filter(|id| !id.contains(char::REPLACEMENT_CHARACTER));
+                    batch.errors.push(error(
+                        id,
+                        None,
+                        format!(
+                            "not UTF-8 at byte {} (a batch line is UTF-8 JSON: give a binary program as `program_file`, binary stdin as {{\"base64\": ...}})",
+                            bad.valid_up_to() + 1
+                        ),
+                    ));
+                    continue;
+                }
+            };
+            if raw.trim().is_empty() || raw.trim_start().starts_with("//") {
+                continue;
+            }
             let deserializer = &mut serde_json::Deserializer::from_str(raw);
             let parsed: Result<RawLine, _> = serde_path_to_error::deserialize(deserializer);
             let parsed = match parsed {
@@ -174,6 +202,15 @@ impl Batch {
     }
 }
 
+/// The lines of `bytes`, as [`str::lines`] splits them: at `\n`, with a
+/// `\r` before it dropped, and no empty last line after a final `\n`.
+fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let mut parts = (!bytes.is_empty()).then(|| bytes.split(|b| *b == b'\n'));
+    std::iter::from_fn(move || parts.as_mut()?.next())
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,5 +259,42 @@ mod tests {
             errors[3]
         );
         assert_eq!(batch.errors[1].id.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_refused_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("batch.jsonl");
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(GOOD.as_bytes());
+        bytes.extend_from_slice(b"\r\n");
+        // One byte that is not UTF-8, inside the program's text.
+        let bad = GOOD
+            .replace("\"a\"", "\"b\"")
+            .replace("print(9)", "print(9)#\u{1}");
+        let at = bad.find('\u{1}').unwrap();
+        let mut bad = bad.into_bytes();
+        bad[at] = 0xff;
+        bytes.extend_from_slice(&bad);
+        bytes.push(b'\n');
+        bytes.extend_from_slice(GOOD.replace("\"a\"", "\"c\"").as_bytes());
+        bytes.push(b'\n');
+        std::fs::write(&path, &bytes).unwrap();
+        let batch = Batch::read(&path).unwrap();
+        let ids: Vec<&str> = batch.items.iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(ids, ["a", "c"]);
+        assert_eq!(batch.items[1].line, 3);
+        let errors: Vec<String> = batch.errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(
+            errors[0].starts_with(&format!(
+                "{}:2: not UTF-8 at byte {}",
+                path.display(),
+                at + 1
+            )),
+            "{}",
+            errors[0]
+        );
+        assert_eq!(batch.errors[0].id.as_deref(), Some("b"));
     }
 }

@@ -210,11 +210,20 @@ impl Config {
             .unwrap_or(Path::new("."));
         let mut profiles = Vec::new();
         for (name, spec) in &file.profiles {
-            let profile =
-                RuntimeProfile::from_spec(name, spec, base).map_err(|e| ConfigError::Profile {
-                    location: locate(&shown, text, &format!("profiles.{name}")),
+            let profile = RuntimeProfile::from_spec(name, spec, base).map_err(|e| {
+                // A limit is found on its own line, in `[profiles.NAME.limits]`.
+                let location = match &e {
+                    progscore_sandbox::ProfileError::BadLimit { section, field, .. } => {
+                        locate_key(&shown, text, &format!("profiles.{name}.{section}"), field)
+                            .unwrap_or_else(|| locate(&shown, text, &format!("profiles.{name}")))
+                    }
+                    _ => locate(&shown, text, &format!("profiles.{name}")),
+                };
+                ConfigError::Profile {
+                    location,
                     message: e.to_string(),
-                })?;
+                }
+            })?;
             profiles.push(profile);
         }
         let mut comparators = Vec::new();
@@ -239,28 +248,22 @@ impl Config {
             });
         }
         let mut docker = DockerSettings::default();
-        for (field, value, target) in [
+        for (field, value, target, max) in [
             (
                 "engine_timeout",
                 &file.docker.engine_timeout,
                 &mut docker.engine_timeout,
+                MAX_ENGINE_TIMEOUT,
             ),
             (
                 "outage_wait",
                 &file.docker.outage_wait,
                 &mut docker.outage_wait,
+                MAX_OUTAGE_WAIT,
             ),
         ] {
             let Some(value) = value else { continue };
-            *target = humantime::parse_duration(value)
-                .ok()
-                .filter(|d| *d >= Duration::from_secs(1))
-                .ok_or_else(|| ConfigError::Profile {
-                    location: locate(&shown, text, "docker"),
-                    message: format!(
-                        "docker.{field} = {value:?}: not a duration of at least 1s (e.g. \"2m\")"
-                    ),
-                })?;
+            *target = bounded_duration(&shown, text, "docker", field, value, max)?;
         }
         docker.engines =
             parse_engines(&shown, text, base, &file.engines, file.docker.calls_per_cpu)?;
@@ -311,15 +314,14 @@ impl Config {
             };
         }
         if let Some(value) = &file.oci.runtime_timeout {
-            oci.runtime_timeout = humantime::parse_duration(value)
-                .ok()
-                .filter(|d| *d >= Duration::from_secs(1))
-                .ok_or_else(|| ConfigError::Profile {
-                    location: locate(&shown, text, "oci"),
-                    message: format!(
-                        "oci.runtime_timeout = {value:?}: not a duration of at least 1s (e.g. \"2m\")"
-                    ),
-                })?;
+            oci.runtime_timeout = bounded_duration(
+                &shown,
+                text,
+                "oci",
+                "runtime_timeout",
+                value,
+                MAX_RUNTIME_TIMEOUT,
+            )?;
         }
         if let Some(registries) = file.oci.http_registries {
             oci.http_registries = registries;
@@ -403,6 +405,83 @@ fn parse_engines(
     Ok(engines)
 }
 
+/// The longest `[docker] engine_timeout`: one engine request. Bounds are
+/// derived from it (a call's cleanup waits a few of them), so it stays far
+/// from where adding it to a clock could overflow.
+pub const MAX_ENGINE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+/// The longest `[docker] outage_wait`: how long runs wait for engines that
+/// stopped answering.
+pub const MAX_OUTAGE_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
+/// The longest `[oci] runtime_timeout`: one runtime command.
+pub const MAX_RUNTIME_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// `[table] field = value` as a duration from 1s to `max`, or a refusal
+/// naming the file, the field's line and the bounds.
+fn bounded_duration(
+    shown: &str,
+    text: &str,
+    table: &str,
+    field: &str,
+    value: &str,
+    max: Duration,
+) -> Result<Duration, ConfigError> {
+    let parsed = humantime::parse_duration(value).ok();
+    match parsed {
+        Some(duration) if duration >= Duration::from_secs(1) && duration <= max => Ok(duration),
+        _ => Err(ConfigError::Profile {
+            location: locate_key(shown, text, table, field)
+                .unwrap_or_else(|| locate(shown, text, table)),
+            message: format!(
+                "{table}.{field} = {value:?}: {} (e.g. \"2m\")",
+                match parsed {
+                    None => "not a duration".to_string(),
+                    Some(_) =>
+                        format!("must be between 1s and {}", humantime::format_duration(max)),
+                }
+            ),
+        }),
+    }
+}
+
+/// `file:line` of `key = ...` inside the table `[table]` (dotted keys of a
+/// parent table, such as `limits.timeout` under `[profiles.python]`, are
+/// not looked for: the caller falls back to the table's header).
+fn locate_key(path: &str, text: &str, table: &str, key: &str) -> Option<String> {
+    let start = locate_line(text, table)?;
+    text.lines()
+        .enumerate()
+        .skip(start + 1)
+        .take_while(|(_, line)| !line.trim_start().starts_with('['))
+        .find(|(_, line)| {
+            let line = line.trim_start();
+            let rest = line
+                .strip_prefix(key)
+                .or_else(|| line.strip_prefix(&format!("\"{key}\"")));
+            rest.is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|(index, _)| format!("{path}:{}", index + 1))
+}
+
+/// The 0-based line of the header `[table]` (a dotted name's parts bare or
+/// quoted), if any.
+fn locate_line(text: &str, table: &str) -> Option<usize> {
+    let parts: Vec<&str> = table.split('.').collect();
+    text.lines().position(|line| {
+        let Some(inner) = line
+            .trim()
+            .strip_prefix('[')
+            .and_then(|rest| rest.strip_suffix(']'))
+        else {
+            return false;
+        };
+        let written: Vec<&str> = inner
+            .split('.')
+            .map(|part| part.trim().trim_matches('"'))
+            .collect();
+        written == parts
+    })
+}
+
 /// `file:line` of a table header such as `[profiles.python]`, or the file alone.
 fn locate(path: &str, text: &str, table: &str) -> String {
     let header = format!("[{table}]");
@@ -454,6 +533,46 @@ mod tests {
     }
 
     #[test]
+    fn durations_beyond_their_bounds_are_refused_naming_the_line_and_field() {
+        let cases = [
+            (
+                "[docker]\nengine_timeout = \"30s\"\noutage_wait = \"999999999999s\"\n",
+                "conf/progscore.toml:3: docker.outage_wait = \"999999999999s\": must be between 1s and 1day",
+            ),
+            (
+                "[docker]\nengine_timeout = \"999999999999s\"\n",
+                "conf/progscore.toml:2: docker.engine_timeout = \"999999999999s\": must be between 1s and 1h",
+            ),
+            (
+                "[store]\npath = \"x.db\"\n\n[oci]\nruntime_timeout = \"18446744073709551615s\"\n",
+                "conf/progscore.toml:5: oci.runtime_timeout = \"18446744073709551615s\": must be between 1s and 1h",
+            ),
+            (
+                &format!(
+                    "[profiles.py]\nbackend = \"docker\"\nimage = \"{DIGEST}\"\ncommand = [\"python3\"]\n\n[profiles.py.limits]\nmemory = \"64MiB\"\ntimeout = \"999999999999s\"\n"
+                ),
+                "conf/progscore.toml:8: profile `py`: limits.timeout = \"999999999999s\": must be between 100ms and 1h",
+            ),
+        ];
+        for (text, expected) in cases {
+            let message = Config::parse(Path::new("conf/progscore.toml"), text)
+                .unwrap_err()
+                .to_string();
+            assert!(message.starts_with(expected), "{message}\nnot: {expected}");
+        }
+        // The largest values accepted still make every bound derived from
+        // them (cleanup waits, deadlines on the clock) without overflow.
+        let config = Config::parse(
+            Path::new("conf/progscore.toml"),
+            "[docker]\nengine_timeout = \"1h\"\noutage_wait = \"1day\"\n[oci]\nruntime_timeout = \"1h\"\n",
+        )
+        .unwrap();
+        assert_eq!(config.docker.engine_timeout, MAX_ENGINE_TIMEOUT);
+        assert_eq!(config.docker.outage_wait, MAX_OUTAGE_WAIT);
+        assert_eq!(config.oci.runtime_timeout, MAX_RUNTIME_TIMEOUT);
+    }
+
+    #[test]
     fn engine_bounds_are_read_and_bad_ones_named() {
         let text = format!(
             "[docker]\nengine_timeout = \"30s\"\noutage_wait = \"5m\"\n[profiles.p]\nbackend = \"docker\"\nimage = \"{DIGEST}\"\ncommand = [\"python3\"]\n"
@@ -466,7 +585,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            message.starts_with("c.toml:1: docker.engine_timeout = \"soon\""),
+            message.starts_with("c.toml:2: docker.engine_timeout = \"soon\""),
             "{message}"
         );
         let none = Config::parse(Path::new("c.toml"), "").unwrap();
@@ -573,7 +692,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            message.starts_with("c.toml:3: oci.runtime_timeout = \"0s\""),
+            message.starts_with("c.toml:5: oci.runtime_timeout = \"0s\""),
             "{message}"
         );
     }

@@ -67,6 +67,15 @@ pub enum ExpectationError {
         stream: &'static str,
         refusal: ComparatorRefusal,
     },
+    /// An exit code no program can exit with.
+    #[error(
+        "case {case} expects exit code {value}, which no program can exit with: an exit status is 0 to 255 (a program killed by signal N is seen as 128 + N)"
+    )]
+    ExitCode {
+        case: usize,
+        /// The expected code as written.
+        value: i64,
+    },
     /// An invocation cannot be delivered to a program as given.
     #[error("case {case} invocation `{field}` {message}")]
     Invocation {
@@ -89,6 +98,9 @@ impl ExpectationError {
             ExpectationError::UnknownProfile { .. } => format!("{behaves}.profile"),
             ExpectationError::Comparator { case, stream, .. } => {
                 format!("{behaves}.cases[{case}].expected.{stream}")
+            }
+            ExpectationError::ExitCode { case, .. } => {
+                format!("{behaves}.cases[{case}].expected.exit_code")
             }
             ExpectationError::Invocation { case, field, .. } => {
                 format!("{behaves}.cases[{case}].invocation.{field}")

@@ -54,10 +54,17 @@ pub struct ProgramResult {
     /// A condition on standard error, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stderr: Option<TextCondition>,
-    /// The expected exit code; 0 when absent.
+    /// The expected exit code; 0 when absent. Validation refuses a code
+    /// outside [`EXIT_CODES`].
     #[serde(default)]
     pub exit_code: i64,
 }
+
+/// The exit codes a program can be seen to exit with: a process's exit
+/// status is 8 bits (POSIX `waitpid`; what Docker, runc and runsc report),
+/// and a program killed by signal N is seen as 128 + N. An expected code
+/// outside this range could never match, so it is refused, not scored.
+pub const EXIT_CODES: std::ops::RangeInclusive<i64> = 0..=255;
 
 /// A check of one output stream by a named comparator with parameters.
 ///

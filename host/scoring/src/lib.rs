@@ -53,7 +53,8 @@ pub use attempt::{
 pub use comparator::{ComparatorRefusal, ComparatorVerdict, OutputComparator};
 pub use error::{ExpectationError, ReplayRefusal, ScoringError};
 pub use expectation::{
-    Condition, ProgramBehaves, ProgramCase, ProgramResult, ScoringExpectation, TextCondition,
+    Condition, EXIT_CODES, ProgramBehaves, ProgramCase, ProgramResult, ScoringExpectation,
+    TextCondition,
 };
 pub use replayer::Replayer;
 pub use request::{

@@ -231,6 +231,10 @@ impl Replayer {
             return Err(ExpectationError::NoCases);
         }
         for (case, program_case) in behaves.cases.iter().enumerate() {
+            let value = program_case.expected.exit_code;
+            if !crate::expectation::EXIT_CODES.contains(&value) {
+                return Err(ExpectationError::ExitCode { case, value });
+            }
             let streams = [
                 ("stdout", &program_case.expected.stdout),
                 ("stderr", &program_case.expected.stderr),

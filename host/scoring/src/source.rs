@@ -314,6 +314,17 @@ impl ProgramExecutionSource {
     }
 }
 
+impl Drop for ProgramExecutionSource {
+    fn drop(&mut self) {
+        // With no flight left, a lease under this source's name is one a
+        // flight could not release (the store was busy then): remove it
+        // now rather than make other processes wait for it to expire.
+        if lock(&self.flights).by_key.is_empty() {
+            let _ = self.store.release_leases_of(&format!("{}/", self.owner));
+        }
+    }
+}
+
 /// Checks that a stored observation is one of this attempt's.
 pub(crate) fn check_belongs(
     observation: &Observation,

@@ -133,6 +133,29 @@ fn judge_compile(
     free_after_failure: Option<std::io::Result<u64>>,
 ) -> CompileEvent {
     let mut artifact_sha256 = None;
+    // The bound the compile ran under (its limits are in its provenance).
+    let build_limit = event.provenance.as_ref().and_then(|p| p.limits.build_bytes);
+    let over_limit = match (&event.outcome, build_limit) {
+        (Outcome::Exited { exit_code: 0 }, Some(limit)) => match build_size(build_dir, limit) {
+            Ok(size) => (size > limit).then_some(limit),
+            Err(e) => {
+                event.outcome = Outcome::SandboxError {
+                    message: format!("cannot read the build folder {}: {e}", build_dir.display()),
+                };
+                None
+            }
+        },
+        _ => None,
+    };
+    if let Some(limit) = over_limit {
+        // What the compile wrote, not the host: the same build is over
+        // the same bound every time.
+        event.outcome = Outcome::CompileError {
+            reason: format!(
+                "the build is larger than its limit of {limit} bytes (compile_limits.build counts every file's bytes and {BUILD_ENTRY_BYTES} per entry)"
+            ),
+        };
+    }
     match (&event.outcome, free_after_failure) {
         (Outcome::Exited { exit_code: 0 }, _) => match tree_sha256(build_dir) {
             Ok(sha256) => artifact_sha256 = Some(sha256),
@@ -164,6 +187,35 @@ fn judge_compile(
         event,
         artifact_sha256,
     }
+}
+
+/// Bytes a build folder entry counts for besides its file's bytes (a tar
+/// header's), so that a flood of empty files or folders is bounded too.
+pub const BUILD_ENTRY_BYTES: u64 = 512;
+
+/// The size of the build folder at `root` as `compile_limits.build` bounds
+/// it: every entry under it (not itself) counts [`BUILD_ENTRY_BYTES`], a
+/// regular file its length besides (symlinks are not followed, hard links
+/// count each time). Stops counting once past `stop_above`.
+pub fn build_size(root: &Path, stop_above: u64) -> std::io::Result<u64> {
+    let mut size = 0u64;
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder)? {
+            let path = entry?.path();
+            let meta = std::fs::symlink_metadata(&path)?;
+            size = size.saturating_add(BUILD_ENTRY_BYTES);
+            if meta.is_file() {
+                size = size.saturating_add(meta.len());
+            } else if meta.is_dir() {
+                pending.push(path);
+            }
+            if size > stop_above {
+                return Ok(size);
+            }
+        }
+    }
+    Ok(size)
 }
 
 /// Bytes an unprivileged writer may still use on the filesystem of `path`.

@@ -101,6 +101,9 @@ fn volume_mount(name: &str, target: &str, read_only: bool) -> Mount {
 pub(crate) struct EngineFiles<'a> {
     pub sandbox: String,
     pub build: Option<String>,
+    /// The compile's bound on the build (`compile_limits.build`): no more
+    /// than this is copied back.
+    build_limit: Option<u64>,
     loader: String,
     _in_use: Vec<InUse<'a>>,
 }
@@ -127,6 +130,9 @@ impl<'a> EngineFiles<'a> {
         let files = EngineFiles {
             sandbox,
             build,
+            build_limit: profile
+                .limits_of(progscore_sandbox::Stage::Compile)
+                .build_bytes,
             loader,
             _in_use: in_use,
         };
@@ -198,7 +204,10 @@ impl<'a> EngineFiles<'a> {
     }
 
     /// Copies the build folder back into `into` (an empty folder of this
-    /// host), to be hashed as a local build is.
+    /// host), to be hashed (and its size bounded) as a local build is. The
+    /// archive is unpacked as it arrives, never held whole in memory; a
+    /// build over its bound stops the copy with a stand-in that keeps it
+    /// over the bound here too (see [`unpack_build`]).
     pub(crate) async fn fetch_build(
         &self,
         docker: &Docker,
@@ -208,17 +217,41 @@ impl<'a> EngineFiles<'a> {
         let options = DownloadFromContainerOptionsBuilder::new()
             .path(BUILD_PATH)
             .build();
-        let download = async {
-            docker
-                .download_from_container(&self.loader, Some(options))
-                .map_ok(|chunk| chunk.to_vec())
-                .try_concat()
-                .await
+        let (chunks, received) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+        let unpack = {
+            let into = into.to_path_buf();
+            let limit = self.build_limit;
+            tokio::task::spawn_blocking(move || {
+                unpack_build(
+                    ChunkReader {
+                        chunks: received,
+                        current: Vec::new(),
+                        at: 0,
+                    },
+                    &into,
+                    limit,
+                )
+            })
         };
-        let tar = bound(engine_timeout, download)
+        let download = async {
+            let mut stream = docker.download_from_container(&self.loader, Some(options));
+            while let Some(chunk) = stream.try_next().await? {
+                // The unpacker stopped (the build is over its bound, or the
+                // archive is bad): nothing more is needed.
+                if chunks.send(chunk.to_vec()).await.is_err() {
+                    break;
+                }
+            }
+            Ok::<(), BollardError>(())
+        };
+        let downloaded = bound(engine_timeout, download).await;
+        // The end of the archive (or of the copy, which then fails below).
+        drop(chunks);
+        let unpacked = unpack
             .await
-            .map_err(|e| format!("copying the build back: {e}"))?;
-        unpack_build(&tar, into).map_err(|e| format!("unpacking the build: {e}"))
+            .map_err(|e| format!("unpacking the build: {e}"))?;
+        downloaded.map_err(|e| format!("copying the build back: {e}"))?;
+        unpacked.map_err(|e| format!("unpacking the build: {e}"))
     }
 
     /// Removes the loader and the volumes; the warnings of what failed (left
@@ -330,10 +363,44 @@ fn program_archive(profile: &RuntimeProfile, program: &[u8]) -> std::io::Result<
     archive.into_inner()
 }
 
+/// The chunks of a download as one byte stream (read on a blocking thread).
+struct ChunkReader {
+    chunks: tokio::sync::mpsc::Receiver<Vec<u8>>,
+    current: Vec<u8>,
+    at: usize,
+}
+
+impl std::io::Read for ChunkReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.current.len() {
+            match self.chunks.blocking_recv() {
+                Some(chunk) => {
+                    self.current = chunk;
+                    self.at = 0;
+                }
+                // The sender is gone: the end (or a failed copy, which the
+                // caller reports whatever this read says).
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len() - self.at);
+        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
 /// Unpacks the engine's tar of `/build` (entries under `build/`) over the
 /// empty build folder `into` (named `build`), keeping modes: the build's
 /// hash covers them. Entries that would leave the folder are skipped.
-fn unpack_build(tar: &[u8], into: &Path) -> std::io::Result<()> {
+///
+/// With a `limit`, entries are counted as the build's size is counted
+/// locally ([`progscore_container::build_size`]); once past it, the rest is
+/// not unpacked and a sparse stand-in file takes its place, so that the
+/// folder is over the limit here as it was on the engine (the compile is
+/// then the program's `compile_error`), without the bytes being copied.
+fn unpack_build(tar: impl std::io::Read, into: &Path, limit: Option<u64>) -> std::io::Result<()> {
+    use progscore_container::BUILD_ENTRY_BYTES;
     let parent = into
         .parent()
         .filter(|_| into.file_name() == Some(std::ffi::OsStr::new("build")))
@@ -343,5 +410,90 @@ fn unpack_build(tar: &[u8], into: &Path) -> std::io::Result<()> {
     let mut archive = tar::Archive::new(tar);
     archive.set_preserve_permissions(true);
     archive.set_preserve_ownerships(true);
-    archive.unpack(parent)
+    let mut size = 0u64;
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let inside = {
+            let path = entry.path()?;
+            path.components().count() > 1
+        };
+        if inside {
+            size = size.saturating_add(BUILD_ENTRY_BYTES);
+            if entry.header().entry_type().is_file() {
+                size = size.saturating_add(entry.header().size()?);
+            }
+        }
+        if let Some(limit) = limit
+            && size > limit
+        {
+            let stand_in = into.join(".progscore-over-limit");
+            let file = std::fs::File::create(&stand_in)?;
+            file.set_len(limit.saturating_add(1))?;
+            return Ok(());
+        }
+        entry.unpack_in(parent)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tar of `build/` holding `files` (name, size), as the engine sends it.
+    fn build_tar(files: &[(&str, usize)]) -> Vec<u8> {
+        let mut archive = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Directory);
+        header.set_mode(0o700);
+        header.set_size(0);
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_mtime(0);
+        archive
+            .append_data(&mut header, "build/", std::io::empty())
+            .unwrap();
+        for (name, size) in files {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_mode(0o755);
+            header.set_size(*size as u64);
+            header.set_uid(0);
+            header.set_gid(0);
+            header.set_mtime(0);
+            archive
+                .append_data(&mut header, format!("build/{name}"), &vec![7u8; *size][..])
+                .unwrap();
+        }
+        archive.into_inner().unwrap()
+    }
+
+    #[test]
+    fn a_build_over_its_bound_is_not_copied_and_stays_over_it_here() {
+        let limit = 64 << 10;
+        let dir = tempfile::tempdir().unwrap();
+        let into = dir.path().join("build");
+        std::fs::create_dir(&into).unwrap();
+        let tar = build_tar(&[("a", 1000), ("main", 8 << 20)]);
+        unpack_build(&tar[..], &into, Some(limit)).unwrap();
+        assert!(!into.join("main").exists(), "the oversized file was copied");
+        assert_eq!(std::fs::read(into.join("a")).unwrap().len(), 1000);
+        let size = progscore_container::build_size(&into, u64::MAX).unwrap();
+        assert!(size > limit, "{size}");
+        // Within the bound: every file, measured as locally.
+        let dir = tempfile::tempdir().unwrap();
+        let into = dir.path().join("build");
+        std::fs::create_dir(&into).unwrap();
+        unpack_build(
+            &build_tar(&[("a", 1000), ("main", 9000)])[..],
+            &into,
+            Some(limit),
+        )
+        .unwrap();
+        assert_eq!(std::fs::read(into.join("main")).unwrap().len(), 9000);
+        assert_eq!(
+            progscore_container::build_size(&into, u64::MAX).unwrap(),
+            2 * 512 + 1000 + 9000
+        );
+    }
 }

@@ -19,30 +19,59 @@ const WRITE_PERMIT: usize = 1 << 20;
 /// reader drains, like the Docker backend's capture.
 #[derive(Clone)]
 pub(crate) struct CapturePipe {
-    capture: Arc<Mutex<StreamCapture>>,
+    capture: Arc<Mutex<Captured>>,
 }
+
+/// The bounded capture, and the stream's last bytes whatever the cap (how
+/// the guest ended may show there when the kept bytes are only its start).
+struct Captured {
+    stream: StreamCapture,
+    tail: Vec<u8>,
+}
+
+/// How many of a stream's last bytes are kept apart from the capture.
+const TAIL_BYTES: usize = 512;
 
 impl CapturePipe {
     pub(crate) fn new(cap: u64) -> Self {
         CapturePipe {
-            capture: Arc::new(Mutex::new(StreamCapture::new(cap))),
+            capture: Arc::new(Mutex::new(Captured {
+                stream: StreamCapture::new(cap),
+                tail: Vec::new(),
+            })),
         }
+    }
+
+    /// The last line the guest wrote that is not blank (at most
+    /// [`TAIL_BYTES`] of it), without its line end.
+    pub(crate) fn last_line(&self) -> Vec<u8> {
+        let capture = self.capture.lock().unwrap_or_else(PoisonError::into_inner);
+        capture
+            .tail
+            .split(|b| *b == b'\n')
+            .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+            .rfind(|line| !line.iter().all(u8::is_ascii_whitespace))
+            .unwrap_or_default()
+            .to_vec()
     }
 
     /// The captured stream so far. The store still holds clones of the pipe, so
     /// the bytes are taken out rather than the capture unwrapped.
     pub(crate) fn finish(&self) -> CapturedStream {
         let mut capture = self.capture.lock().unwrap_or_else(PoisonError::into_inner);
-        std::mem::replace(&mut *capture, StreamCapture::new(0)).finish()
+        std::mem::replace(&mut capture.stream, StreamCapture::new(0)).finish()
     }
 
     fn push(&self, bytes: &[u8]) {
         // A poisoned lock only means another writer panicked mid-push; the
         // capture is still a valid prefix and count.
-        self.capture
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(bytes);
+        let mut capture = self.capture.lock().unwrap_or_else(PoisonError::into_inner);
+        capture.stream.push(bytes);
+        let recent = &bytes[bytes.len().saturating_sub(TAIL_BYTES)..];
+        let keep = TAIL_BYTES - recent.len();
+        let drop = capture.tail.len().saturating_sub(keep);
+        capture.tail.drain(..drop);
+        capture.tail.extend_from_slice(recent);
     }
 }
 

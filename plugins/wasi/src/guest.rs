@@ -183,7 +183,7 @@ impl GuestRuntime {
                 Ok(instance) => instance,
                 Err(e) => {
                     let memory_hit = store.data().limiter.hit;
-                    let (outcome, note) = classify(Some(Err(e)), None, memory_hit, None);
+                    let (outcome, note) = classify(Some(Err(e)), None, memory_hit, &stderr.last_line(), None);
                     return GuestReply {
                         outcome,
                         stdout: stdout.finish(),
@@ -244,7 +244,7 @@ impl GuestRuntime {
             .judge(1.0, request.alone)
         });
         let judged = proof.is_some();
-        let (outcome, note) = classify(result, stop, state.limiter.hit, proof);
+        let (outcome, note) = classify(result, stop, state.limiter.hit, &stderr.last_line(), proof);
         GuestReply {
             outcome,
             stdout: stdout.finish(),

@@ -46,9 +46,10 @@
 //! - `timeout`: an epoch deadline (10 ms ticks) plus a host timer, so a busy
 //!   loop and a `time.sleep` both end as `timed_out`;
 //! - `memory`: linear-memory growth beyond the cap is refused; the program sees
-//!   `MemoryError`. If it then fails (exit status 1, the uncaught-exception
-//!   status, or a trap) the outcome is `memory_limit`; if it recovers, its exit
-//!   status stands;
+//!   `MemoryError`. If it does not catch it (exit status 1 with CPython's
+//!   traceback ending in `MemoryError` on stderr) or traps, the outcome is
+//!   `memory_limit`; if it catches it, its own exit status stands, whatever it
+//!   is (`sys.exit(1)` included);
 //! - `fuel`: optional; running out is `timed_out` (noted in `sandbox_warnings`);
 //! - `output`: per stream, as above;
 //! - `cpus`, `pids`, `tmp`: not enforced here. A guest is single-threaded (at

@@ -19,8 +19,12 @@ pub(crate) const EXIT_TRAP: i64 = 128 + 6;
 /// - the deadline (epoch callback or the host-side timer) or fuel ran out:
 ///   `timed_out`, unconfirmed when `proof` says the guest was starved; the
 ///   CPU-time limit: `timed_out` with `limit: cpu`;
-/// - the memory cap refused a growth and the program then failed (exit 1, which
-///   is an uncaught `MemoryError`, or a trap): `memory_limit`;
+/// - the memory cap refused a growth and the program then failed (an uncaught
+///   `MemoryError`: exit 1 with CPython's traceback ending in `MemoryError` as
+///   the last line on stderr; or a trap): `memory_limit`. A program that
+///   caught the `MemoryError` and exited on its own keeps its exit, 1
+///   included (a `sys.exit(1)` returns from `run()` just as an uncaught
+///   exception does: only what CPython printed tells them apart);
 /// - any other trap: `exited(134)` (or 139 for stack exhaustion), like a native
 ///   crash, with the trap kept as a note;
 /// - anything else (instantiation failed, a host error): `sandbox_error`.
@@ -28,10 +32,13 @@ pub(crate) fn classify(
     result: Option<wasmtime::Result<i32>>,
     stop: Option<Stop>,
     memory_hit: bool,
+    stderr_last_line: &[u8],
     proof: Option<TimeoutProof>,
 ) -> (Outcome, Option<String>) {
+    let uncaught_memory_error =
+        stderr_last_line == b"MemoryError" || stderr_last_line.starts_with(b"MemoryError: ");
     let exited = |code: i64| {
-        if memory_hit && code == 1 {
+        if memory_hit && code == 1 && uncaught_memory_error {
             Outcome::MemoryLimit
         } else {
             Outcome::Exited { exit_code: code }
@@ -104,25 +111,34 @@ mod tests {
     #[test]
     fn exit_codes_and_memory() {
         assert_eq!(
-            classify(Some(Ok(3)), None, false, None).0,
+            classify(Some(Ok(3)), None, false, b"", None).0,
             Outcome::Exited { exit_code: 3 }
         );
         assert_eq!(
-            classify(Some(Ok(1)), None, true, None).0,
+            classify(Some(Ok(1)), None, true, b"MemoryError", None).0,
             Outcome::MemoryLimit
         );
-        // A program that caught MemoryError and exited 0 is its own business.
+        // A program that caught MemoryError and exited is its own business,
+        // whatever its code.
         assert_eq!(
-            classify(Some(Ok(0)), None, true, None).0,
+            classify(Some(Ok(1)), None, true, b"out of memory", None).0,
+            Outcome::Exited { exit_code: 1 }
+        );
+        assert_eq!(
+            classify(Some(Ok(1)), None, true, b"MemoryError: big", None).0,
+            Outcome::MemoryLimit
+        );
+        assert_eq!(
+            classify(Some(Ok(0)), None, true, b"MemoryError", None).0,
             Outcome::Exited { exit_code: 0 }
         );
         assert_eq!(
-            classify(None, None, false, Some(TimeoutProof::Proven)).0,
+            classify(None, None, false, b"", Some(TimeoutProof::Proven)).0,
             Outcome::timed_out()
         );
         let exit = wasmtime::Error::new(I32Exit(3));
         assert_eq!(
-            classify(Some(Err(exit)), None, false, None).0,
+            classify(Some(Err(exit)), None, false, b"", None).0,
             Outcome::Exited { exit_code: 3 }
         );
         let interrupted = wasmtime::Error::new(Trap::Interrupt);
@@ -131,6 +147,7 @@ mod tests {
                 Some(Err(interrupted)),
                 Some(Stop::Deadline),
                 false,
+                b"",
                 Some(TimeoutProof::Confirm("busy".into()))
             )
             .0,
@@ -141,7 +158,14 @@ mod tests {
         );
         let interrupted = wasmtime::Error::new(Trap::Interrupt);
         assert_eq!(
-            classify(Some(Err(interrupted)), Some(Stop::CpuLimit), false, None).0,
+            classify(
+                Some(Err(interrupted)),
+                Some(Stop::CpuLimit),
+                false,
+                b"",
+                None
+            )
+            .0,
             Outcome::TimedOut {
                 limit: TimeLimit::Cpu,
                 unconfirmed: None

@@ -414,3 +414,49 @@ async fn the_cpu_time_limit_and_usage_figures() {
         "{usage:?}"
     );
 }
+
+/// A refused memory growth is the program's to handle: one that catches
+/// the `MemoryError` and exits on its own (whatever the code, 1 included)
+/// gets its exit; one that lets it go uncaught (or traps) hit the limit.
+#[tokio::test]
+async fn an_exit_after_a_refused_growth_is_the_programs_own() {
+    let grow =
+        "try:\n    x = bytearray(1 << 30)\nexcept MemoryError:\n    print('caught', flush=True)\n";
+    let cases: [(String, Outcome); 6] = [
+        (
+            format!("import sys\n{grow}    sys.exit(1)\n"),
+            Outcome::Exited { exit_code: 1 },
+        ),
+        (
+            format!("import os\n{grow}    os._exit(1)\n"),
+            Outcome::Exited { exit_code: 1 },
+        ),
+        (
+            format!("import sys\n{grow}    sys.exit(3)\n"),
+            Outcome::Exited { exit_code: 3 },
+        ),
+        (
+            format!("{grow}    pass\n"),
+            Outcome::Exited { exit_code: 0 },
+        ),
+        ("x = bytearray(1 << 30)\n".to_string(), Outcome::MemoryLimit),
+        (
+            "blocks = []\nwhile True:\n    blocks.append(bytearray(8 << 20))\n".to_string(),
+            Outcome::MemoryLimit,
+        ),
+    ];
+    for (program, expected) in cases {
+        let run = client()
+            .execute(
+                program.as_bytes(),
+                "wasi-small-memory",
+                &[Invocation::default()],
+            )
+            .await
+            .expect("run");
+        assert_eq!(run.events[0].outcome, expected, "{program}\n{run:#?}");
+        if expected != Outcome::MemoryLimit {
+            assert_eq!(run.events[0].stdout.data.as_bytes(), b"caught\n");
+        }
+    }
+}

@@ -36,6 +36,7 @@ pub fn run(config: &Config, args: ReportArgs) -> anyhow::Result<u8> {
         .transpose()?;
     let store = open_store(&config.store_path)?;
     let report = progscore_report::gather(&results, baseline.as_ref(), &store, Limits::default())?;
+    warn_mismatched(&report, &results.source);
     let bytes = write(&report, &args.out)?;
     eprintln!(
         "progscore: wrote {} ({} items, {:.1} MiB) in {:.2} s",
@@ -45,6 +46,18 @@ pub fn run(config: &Config, args: ReportArgs) -> anyhow::Result<u8> {
         started.elapsed().as_secs_f64()
     );
     Ok(EXIT_OK)
+}
+
+/// Says which result lines name evidence of other items (their evidence is
+/// left out of the page): results read against another store than theirs.
+pub(super) fn warn_mismatched(report: &Report, source: &str) {
+    if let Some(first) = report.mismatched_lines.first() {
+        eprintln!(
+            "progscore: {source}:{first}: {} result line(s) name evidence of other items in the store {}; the page does not show it for them (are these results from another store?)",
+            report.mismatched_lines.len(),
+            report.store
+        );
+    }
 }
 
 /// The store the results point into; a missing file is an error, never a

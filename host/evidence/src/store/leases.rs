@@ -5,6 +5,8 @@
 //! while the run lasts, and deleted by its owner once the run's observation
 //! is stored (or the run proved nothing). An owner that dies (SIGKILL, power
 //! cut) stops renewing, and its lease is taken over once it has expired.
+//! Expired leases are removed whenever a lease is taken and whenever the
+//! store is opened, so a dead owner's rows do not stay behind.
 //! Times are unix milliseconds from the system clock of the process writing
 //! them: processes sharing a store must share a clock (one machine, as SQLite
 //! files are shared anyway). A clock that jumps makes a lease end early (the
@@ -122,11 +124,50 @@ impl EvidenceStore {
         Ok(changed == 1)
     }
 
+    /// Removes every expired lease (their holders died or gave up without
+    /// releasing them); how many. Only writes when there is one, so opening
+    /// a store (which calls it) takes no write lock in the usual case.
+    pub fn sweep_expired_leases(&self) -> Result<usize, StoreError> {
+        let conn = self.lock()?;
+        sweep_expired(&conn)
+    }
+
+    /// Removes every lease whose owner starts with `prefix` (a scorer that
+    /// ends removes what its flights left, if anything); how many.
+    pub fn release_leases_of(&self, prefix: &str) -> Result<usize, StoreError> {
+        if prefix.is_empty() {
+            return Ok(0);
+        }
+        let conn = self.lock()?;
+        conn.execute(
+            "DELETE FROM leases WHERE substr(owner, 1, length(?1)) = ?1",
+            params![prefix],
+        )
+        .map_err(StoreError::sqlite("releasing leases"))
+    }
+
     /// The lease of `attempt_key`, if a row is stored (it may have expired).
     pub fn lease(&self, attempt_key: &str) -> Result<Option<Lease>, StoreError> {
         let conn = self.lock()?;
         read_lease(&conn, attempt_key)
     }
+}
+
+/// [`EvidenceStore::sweep_expired_leases`] on a connection.
+pub(super) fn sweep_expired(conn: &Connection) -> Result<usize, StoreError> {
+    let now = now_unix_ms();
+    let any: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM leases WHERE expires_at <= ?1)",
+            params![now],
+            |row| row.get(0),
+        )
+        .map_err(StoreError::sqlite("looking for expired leases"))?;
+    if !any {
+        return Ok(0);
+    }
+    conn.execute("DELETE FROM leases WHERE expires_at <= ?1", params![now])
+        .map_err(StoreError::sqlite("removing expired leases"))
 }
 
 fn read_lease(conn: &Connection, attempt_key: &str) -> Result<Option<Lease>, StoreError> {

@@ -132,6 +132,10 @@ impl EvidenceStore {
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(open_err)?;
         migrate(&mut conn, &label)?;
+        // Leases its holders could not release (killed, or the store busy
+        // when they tried) go at the next open, not only when some later
+        // run takes a lease. A store too busy for it now is not refused.
+        let _ = leases::sweep_expired(&conn);
         Ok(EvidenceStore {
             conn: Mutex::new(conn),
             label,

@@ -194,6 +194,41 @@ def _bytes_from_json(value: JsonValue) -> bytes:
     raise ProgscoreError(f"not a byte string: {value!r}")
 
 
+def _strings(owner: str, field_name: str, value: Any, *, optional: bool = False) -> Any:
+    """``value`` checked as a sequence of strings (an iterator made a tuple,
+    so that checking it does not use it up). A string (or bytes) is refused:
+    ``list("10")`` would silently be ``["1", "0"]``."""
+    if optional and value is None:
+        return value
+    if isinstance(value, (str, bytes, bytearray)):
+        alternative = " or None" if optional else ""
+        raise TypeError(
+            f"{owner}.{field_name} must be a sequence of strings, not a single "
+            f"{type(value).__name__} ({value!r}); write [{value!r}]{alternative}"
+        )
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{owner}.{field_name} must be a sequence of strings, not {type(value).__name__}")
+    if not isinstance(value, Sequence):
+        value = tuple(value)
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise TypeError(f"{owner}.{field_name}[{index}] must be a string, not {type(item).__name__} ({item!r})")
+    return value
+
+
+def _items(owner: str, field_name: str, value: Any, kind: type) -> Any:
+    """``value`` checked as a sequence of ``kind`` (an iterator made a tuple);
+    a single item or a string is refused."""
+    if isinstance(value, (str, bytes, bytearray, kind)) or not isinstance(value, Iterable):
+        raise TypeError(f"{owner}.{field_name} must be a sequence of {kind.__name__}, not {type(value).__name__}")
+    if not isinstance(value, Sequence):
+        value = tuple(value)
+    for index, item in enumerate(value):
+        if not isinstance(item, kind):
+            raise TypeError(f"{owner}.{field_name}[{index}] must be a {kind.__name__}, not {type(item).__name__}")
+    return value
+
+
 @dataclass(frozen=True)
 class ProgramInvocation:
     """One run of a program: the arguments after its path, and its stdin
@@ -201,6 +236,9 @@ class ProgramInvocation:
 
     arguments: Sequence[str] = ()
     stdin: Optional[Union[str, bytes]] = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arguments", _strings("ProgramInvocation", "arguments", self.arguments))
 
     def _json(self) -> dict[str, JsonValue]:
         return {
@@ -254,6 +292,9 @@ class ProgramBehaves:
     runtime_profile_name: str
     cases: Sequence[ProgramCase]
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cases", _items("ProgramBehaves", "cases", self.cases, ProgramCase))
+
     def _json(self) -> dict[str, JsonValue]:
         return {
             "program_behaves": {
@@ -268,6 +309,10 @@ class ScoringExpectation:
     """Everything a score checks (today exactly one ``ProgramBehaves``)."""
 
     conditions: Sequence[ProgramBehaves]
+
+    def __post_init__(self) -> None:
+        conditions = _items("ScoringExpectation", "conditions", self.conditions, ProgramBehaves)
+        object.__setattr__(self, "conditions", conditions)
 
     def _json(self) -> str:
         return json.dumps({"conditions": [condition._json() for condition in self.conditions]})
@@ -308,6 +353,11 @@ class DockerRuntimeProfile:
     source: Optional[str] = None
     compile: Optional[Sequence[str]] = None
     compile_limits: Optional[Mapping[str, Union[str, int, float]]] = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "command", _strings("DockerRuntimeProfile", "command", self.command))
+        compile = _strings("DockerRuntimeProfile", "compile", self.compile, optional=True)
+        object.__setattr__(self, "compile", compile)
 
     def _spec(self) -> dict[str, JsonValue]:
         spec: dict[str, JsonValue] = {
@@ -640,6 +690,7 @@ class DockerSandboxClient:
         invocations: Sequence[ProgramInvocation],
     ) -> ProgramRun:
         """Runs the program once per invocation, each in a fresh sandbox."""
+        invocations = _items("execute_async", "invocations", invocations, ProgramInvocation)
         data = program.encode("utf-8") if isinstance(program, str) else program
         invocations_json = json.dumps([invocation._json() for invocation in invocations])
         run = await _run(lambda waker: self._native.start_execute(waker, data, runtime_profile_name, invocations_json))
@@ -654,7 +705,7 @@ class EvidenceStore:
 
     async def get_observations_async(self, *, observation_ids: Sequence[str]) -> list[Observation]:
         """The stored observations with these ids, in order."""
-        ids = list(observation_ids)
+        ids = list(_strings("get_observations_async", "observation_ids", observation_ids))
         records: list[str] = json.loads(await _run(lambda waker: self._native.start_observations(waker, ids)))
         return [Observation._from_record(record) for record in records]
 

@@ -283,3 +283,36 @@ async fn a_holder_cancelled_mid_run_has_released_its_lease_when_it_returns() {
         "the lease outlived its run"
     );
 }
+
+#[tokio::test]
+async fn a_scorer_that_ends_removes_the_leases_its_flights_could_not_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let a = process(&path, slow_square(Duration::ZERO), DEFAULT_TTL);
+    let score = a.scorer.score(request()).await.unwrap();
+    assert_eq!(score.value, Some(true));
+    // A flight's release that failed (the store was busy when it tried)
+    // leaves a live row under this scorer's name; another process's lease
+    // of another attempt is not this scorer's to remove.
+    let owner = format!("{}/41", a.scorer.source().lease_owner());
+    let (left, others) = ("l".repeat(64), "o".repeat(64));
+    assert!(
+        a.store
+            .try_acquire_lease(&left, &owner, DEFAULT_TTL)
+            .unwrap()
+    );
+    assert!(
+        a.store
+            .try_acquire_lease(&others, "elsewhere/1", DEFAULT_TTL)
+            .unwrap()
+    );
+    let store = a.store.clone();
+    drop(a);
+    assert_eq!(
+        store.lease(&left).unwrap(),
+        None,
+        "the lease outlived its scorer"
+    );
+    assert_eq!(store.lease(&others).unwrap().unwrap().owner, "elsewhere/1");
+    assert_eq!(store.lease(&attempt_key()).unwrap(), None);
+}

@@ -55,3 +55,40 @@ async fn invalid_expectations_are_errors_and_nothing_runs_or_is_written() {
     assert_eq!(setup.started(), 0);
     assert_eq!(setup.store.counts().unwrap(), Default::default());
 }
+
+#[tokio::test]
+async fn an_exit_code_no_program_can_exit_with_is_refused_naming_its_field() {
+    let setup = Setup::square();
+    for (value, valid) in [
+        (300, false),
+        (-1, false),
+        (256, false),
+        (0, true),
+        (255, true),
+    ] {
+        let mut expectation = expect("python", &[(&["3"], "9"), (&["4"], "16")]);
+        let Condition::ProgramBehaves(behaves) = &mut expectation.conditions[0];
+        behaves.cases[1].expected.exit_code = value;
+        let checked = setup.scorer.validate(&expectation);
+        if valid {
+            assert!(checked.is_ok(), "{value}: {checked:?}");
+            continue;
+        }
+        let error = checked.unwrap_err();
+        assert_eq!(
+            error.field_path(),
+            "conditions[0].program_behaves.cases[1].expected.exit_code"
+        );
+        assert!(
+            error.to_string().contains(&format!("exit code {value}"))
+                && error.to_string().contains("0 to 255"),
+            "{error}"
+        );
+        match setup.scorer.score(inline(SQUARE, expectation)).await {
+            Err(ScoringError::Expectation(ExpectationError::ExitCode { case: 1, .. })) => {}
+            other => panic!("expected an exit code refusal, got {other:?}"),
+        }
+    }
+    assert_eq!(setup.started(), 0);
+    assert_eq!(setup.store.counts().unwrap(), Default::default());
+}

@@ -567,3 +567,58 @@ async fn an_engine_over_ssh_runs_programs_as_the_local_one() {
     assert!(owned_volumes_on(&second, h.client.owner()).await.is_empty());
     h.assert_clean().await;
 }
+
+/// A build over its bound (`compile_limits.build`) is the program's
+/// `compile_error`, on this host's engine and on one elsewhere alike (whose
+/// build is not copied back beyond the bound); a build within it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_over_its_bound_is_a_compile_error_here_and_elsewhere() {
+    let c = profile_with("c", |spec| {
+        if let Some(limits) = spec.compile_limits.as_mut() {
+            limits.build = Some("64KiB".into());
+        }
+    });
+    assert_eq!(
+        c.limits_of(progscore_sandbox::Stage::Compile).build_bytes,
+        Some(64 << 10)
+    );
+    // Initialised data goes into the executable: 1 MiB of it.
+    let big = "#include <stdio.h>\nchar blob[1 << 20] = {1};\nint main(int argc, char **argv){(void)argv;printf(\"%d\\n\", blob[argc - 1]);return 0;}\n";
+    let small = "#include <stdio.h>\nint main(void){printf(\"small\\n\");return 0;}\n";
+    let remote = pool_harness(vec![c.clone()], vec![remote_engine("remote", 2)]);
+    let local = harness(vec![c]);
+    let case = [Invocation::default()];
+    for (h, place) in [(&local, "here"), (&remote, "elsewhere")] {
+        let run = h
+            .client
+            .execute(big.as_bytes(), "c", &case)
+            .await
+            .expect("run");
+        let compile = run.compile.as_ref().expect("a compile");
+        let Outcome::CompileError { reason } = &compile.event.outcome else {
+            panic!("{place}: {run:#?}");
+        };
+        assert!(
+            reason.contains("larger than its limit of 65536 bytes"),
+            "{place}: {reason}"
+        );
+        assert!(compile.artifact_sha256.is_none(), "{place}");
+        assert!(
+            matches!(&run.events[0].outcome, Outcome::CompileError { .. }),
+            "{place}: {run:#?}"
+        );
+        let run = h
+            .client
+            .execute(small.as_bytes(), "c", &case)
+            .await
+            .expect("run");
+        assert_eq!(stdout(&run, 0), "small\n", "{place}: {run:#?}");
+        h.assert_clean().await;
+    }
+    let second = second_docker();
+    assert!(
+        owned_volumes_on(&second, remote.client.owner())
+            .await
+            .is_empty()
+    );
+}

@@ -29,6 +29,10 @@ pub struct Limits {
     /// WASI fuel per invocation, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fuel: Option<u64>,
+    /// The compile's: the most the build folder may hold, in bytes (its
+    /// files' bytes plus 512 per entry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_bytes: Option<u64>,
 }
 
 impl Limits {
@@ -79,6 +83,17 @@ pub(super) fn resolve_limits(
     let memory_bytes = size("memory", &spec.memory, 6 * 1024 * 1024)?;
     let output_bytes = size("output", &spec.output, 1)?;
     let tmp_bytes = size("tmp", &spec.tmp, 4096)?;
+    let build_bytes = match (&spec.build, section) {
+        (None, _) => None,
+        (Some(text), "compile_limits") => Some(size("build", text, 4096)?),
+        (Some(text), _) => {
+            return Err(bad(
+                "build",
+                text.clone(),
+                "bounds the compile's build folder: set it under compile_limits".into(),
+            ));
+        }
+    };
     let timeout = humantime::parse_duration(&spec.timeout).map_err(|e| {
         bad(
             "timeout",
@@ -136,5 +151,6 @@ pub(super) fn resolve_limits(
         output_bytes,
         tmp_bytes,
         fuel: spec.fuel,
+        build_bytes,
     })
 }

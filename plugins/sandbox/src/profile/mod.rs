@@ -553,6 +553,31 @@ mod tests {
     }
 
     #[test]
+    fn the_build_folder_is_bounded_for_the_compile_only() {
+        let compile = "source = \"main.cpp\"\ncompile = [\"g++\", \"-o\", \"/build/main\", \"/sandbox/main.cpp\"]\n";
+        let profile = compiling(compile).unwrap();
+        assert_eq!(
+            profile.limits_of(Stage::Compile).build_bytes,
+            Some(256 << 20),
+            "the default bound"
+        );
+        assert_eq!(profile.limits.build_bytes, None);
+        let set = compiling(&format!("{compile}[compile_limits]\nbuild = \"1MiB\"\n")).unwrap();
+        assert_eq!(set.limits_of(Stage::Compile).build_bytes, Some(1 << 20));
+        let misplaced = compiling(&format!("{compile}[limits]\nbuild = \"1MiB\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            misplaced.contains("limits.build") && misplaced.contains("compile_limits"),
+            "{misplaced}"
+        );
+        let tiny = compiling(&format!("{compile}[compile_limits]\nbuild = \"1KiB\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(tiny.contains("compile_limits.build"), "{tiny}");
+    }
+
+    #[test]
     fn the_fingerprint_covers_source_and_compile_and_is_unchanged_without_them() {
         let plain = RuntimeProfile::from_spec("p", &docker_spec(DIGEST), Path::new(".")).unwrap();
         assert!(plain.fingerprint_json().get("compile").is_none());

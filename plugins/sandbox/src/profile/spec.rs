@@ -77,6 +77,8 @@ pub struct PartialLimitsSpec {
     pub output: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tmp: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
 }
 
 impl PartialLimitsSpec {
@@ -90,6 +92,7 @@ impl PartialLimitsSpec {
             cpu_time: self.cpu_time.or(base.cpu_time),
             output: self.output.unwrap_or(base.output),
             tmp: self.tmp.unwrap_or(base.tmp),
+            build: self.build.or(base.build),
             fuel: base.fuel,
         }
     }
@@ -123,9 +126,16 @@ pub struct LimitsSpec {
     pub output: String,
     /// Size of the writable tmpfs at /tmp.
     pub tmp: String,
+    /// The compile only (`compile_limits`): the most the build folder may
+    /// hold, its files' bytes plus 512 per entry (about its size as a tar).
+    /// A build over it is the program's `compile_error`.
+    pub build: Option<String>,
     /// WASI: optional fuel (instructions, roughly) per invocation.
     pub fuel: Option<u64>,
 }
+
+/// The build folder's bound unless `compile_limits.build` says otherwise.
+pub const DEFAULT_BUILD: &str = "256MiB";
 
 impl LimitsSpec {
     /// What a compile gets unless the profile says otherwise: compilers want
@@ -139,6 +149,7 @@ impl LimitsSpec {
             cpu_time: None,
             output: "64KiB".into(),
             tmp: "256MiB".into(),
+            build: Some(DEFAULT_BUILD.into()),
             fuel: None,
         }
     }
@@ -154,6 +165,7 @@ impl Default for LimitsSpec {
             cpu_time: None,
             output: "64KiB".into(),
             tmp: "16MiB".into(),
+            build: None,
             fuel: None,
         }
     }
