@@ -19,6 +19,23 @@
 //! container's own cgroup.
 //! cgroup v1 is what this project's machines run; the v2 reading follows the
 //! kernel's documented files (`cpu.stat`, `memory.peak`, `cgroup.threads`).
+//!
+//! **CPU waits** ([`InvocationCgroup::sample_waits`]) must count every task
+//! the program ran, also those that exited before the reading (a compiler
+//! driver's `cc1`/`as`/`ld`, a shell's children): a per-task reading misses
+//! them, and a starved program would look as if it had its time. Where the
+//! kernel keeps pressure stall information (PSI) for the invocation's
+//! cgroup, that is read: the parent's `cpu.pressure` `some` total in the v2
+//! hierarchy (on a v1 host, the `cgroup2` mount beside the v1 ones, where
+//! runc places every container too) counts the time any task below it was
+//! ready to run and kept waiting, for every task that ever ran there. Without
+//! it (no `cgroup2` mount, a kernel booted with `psi=0`), the live tasks'
+//! `/proc/TID/schedstat` waits are summed, and trusted only when the live
+//! tasks account for all the CPU time the cgroup counted over the window:
+//! a task that exited (it ran, so its CPU time is in the cgroup's total and
+//! in no live task's) leaves its waits unknown, and then the waits are
+//! reported as not measured, which leaves a wall-clock timeout unconfirmed
+//! (see `progscore_sandbox::timing`), never proven.
 
 use std::collections::HashMap;
 use std::fs;
@@ -45,34 +62,78 @@ enum Layout {
         cpu: PathBuf,
         memory: PathBuf,
         pids: Option<PathBuf>,
+        /// The `cgroup2` hierarchy mounted beside the v1 ones (a "hybrid"
+        /// host): no controllers, but the kernel's CPU pressure figures.
+        unified: Option<PathBuf>,
     },
     V2 {
         root: PathBuf,
     },
 }
 
-/// The figures of one sample of a running container's threads.
+/// The figures of one sample of a running container's CPU waits.
 #[derive(Debug, Clone, Default)]
 pub struct WaitSample {
-    /// Per thread: nanoseconds spent ready to run but waiting for a CPU.
-    waits: HashMap<u32, u64>,
+    /// Nanoseconds during which at least one task below the invocation's
+    /// parent was ready to run but kept waiting for a CPU (PSI `some`
+    /// total), every task that ever ran there included; `None` where the
+    /// kernel keeps no pressure figures for the cgroup.
+    stalled: Option<u64>,
+    /// Per live task: nanoseconds on a CPU and waiting on a run queue.
+    tasks: HashMap<u32, TaskTimes>,
+    /// CPU time (ns) the container's cgroup counted, read before and after
+    /// its tasks (so that a reading's own delay can only make a task look
+    /// exited, never hide one).
+    usage_before: Option<u64>,
+    usage_after: Option<u64>,
     /// Nanoseconds the container's CPU quota held it back.
     throttled: u64,
 }
 
+/// One task's `/proc/TID/schedstat` figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct TaskTimes {
+    ran: u64,
+    waited: u64,
+}
+
+/// CPU time (ns) the cgroup may count beyond its live tasks' without any
+/// task having exited: cgroup v2 reports it in whole microseconds.
+const USAGE_ROUNDING: u64 = 2_000;
+
 impl WaitSample {
-    /// The time the container's threads waited for a CPU since `earlier`,
-    /// summed over threads (more than the program lost when several of its
-    /// threads waited at once: an error on the side of more time), less the
-    /// time its own CPU quota held it back.
-    pub fn excess_since(&self, earlier: &WaitSample) -> Duration {
-        let waited: u64 = self
-            .waits
-            .iter()
-            .map(|(tid, wait)| wait.saturating_sub(earlier.waits.get(tid).copied().unwrap_or(0)))
-            .sum();
+    /// The time the program waited for a CPU since `earlier`, less the time
+    /// its own CPU quota held it back. From the cgroup-wide stall total when
+    /// both samples have it; else summed over the live tasks (more than the
+    /// program lost when several waited at once: an error on the side of
+    /// more time), and then `None` (not measured) when some task ran in the
+    /// window that is not alive now: its waits are unknown.
+    pub fn excess_since(&self, earlier: &WaitSample) -> Option<Duration> {
         let throttled = self.throttled.saturating_sub(earlier.throttled);
-        Duration::from_nanos(waited.saturating_sub(throttled))
+        if let (Some(now), Some(then)) = (self.stalled, earlier.stalled) {
+            return Some(Duration::from_nanos(
+                now.saturating_sub(then).saturating_sub(throttled),
+            ));
+        }
+        let (Some(after), Some(before)) = (self.usage_after, earlier.usage_before) else {
+            return None;
+        };
+        let (mut ran, mut waited) = (0u64, 0u64);
+        for (tid, now) in &self.tasks {
+            let then = earlier.tasks.get(tid).copied().unwrap_or_default();
+            // A task id reused by a new task reads lower than before: its
+            // CPU time then shows as unaccounted below.
+            if now.ran < then.ran {
+                continue;
+            }
+            ran += now.ran - then.ran;
+            waited += now.waited.saturating_sub(then.waited);
+        }
+        let unaccounted = after.saturating_sub(before).saturating_sub(ran);
+        if unaccounted > USAGE_ROUNDING {
+            return None;
+        }
+        Some(Duration::from_nanos(waited.saturating_sub(throttled)))
     }
 }
 
@@ -169,6 +230,7 @@ impl Cgroups {
                 cpu: cpu.clone(),
                 memory: memory.clone(),
                 pids: v1.get("pids").cloned(),
+                unified: v2,
             },
             _ if version == Some("2") => Layout::V2 { root: v2? },
             _ => return None,
@@ -395,34 +457,96 @@ impl InvocationCgroup {
         fs::read_to_string(dir.join(file)).ok()?.trim().parse().ok()
     }
 
-    /// Per-thread CPU waits and quota throttling of the running container `id`.
+    /// CPU waits (of every task the invocation ran, where the kernel keeps
+    /// them) and quota throttling of the running container `id`; compare
+    /// two samples with [`WaitSample::excess_since`].
     pub fn sample_waits(&self, id: &str) -> Option<WaitSample> {
         let leaf = self.leaf(self.cpu_hierarchy(), id);
-        let (threads_file, throttled) = match &self.cgroups.layout {
-            Layout::V1 { .. } => {
-                let stat = fs::read_to_string(leaf.join("cpu.stat")).ok()?;
-                ("tasks", stat_field(&stat, "throttled_time")?)
-            }
-            Layout::V2 { .. } => {
-                let stat = fs::read_to_string(leaf.join("cpu.stat")).ok()?;
-                (
-                    "cgroup.threads",
-                    stat_field(&stat, "throttled_usec")? * 1000,
-                )
-            }
+        let stat = fs::read_to_string(leaf.join("cpu.stat")).ok()?;
+        let (throttled, pressure) = match &self.cgroups.layout {
+            Layout::V1 { unified, .. } => (
+                stat_field(&stat, "throttled_time")?,
+                unified.as_deref().map(|u| self.dir(u)),
+            ),
+            Layout::V2 { root } => (
+                stat_field(&stat, "throttled_usec")? * 1000,
+                Some(self.dir(root)),
+            ),
         };
-        let threads = fs::read_to_string(leaf.join(threads_file)).ok()?;
-        let waits = threads
+        // Only where the runtime placed the container: its tasks are in the
+        // leaf there (a runtime that ignores the v2 hierarchy of a hybrid
+        // host would leave an empty folder reading no stall at all).
+        let stalled = pressure
+            .filter(|dir| {
+                fs::read_to_string(dir.join(id).join("cgroup.procs"))
+                    .is_ok_and(|procs| procs.lines().any(|line| !line.trim().is_empty()))
+            })
+            .and_then(|dir| fs::read_to_string(dir.join("cpu.pressure")).ok())
+            .and_then(|text| pressure_total(&text, "some"))
+            .map(|micros| micros.saturating_mul(1000));
+        if stalled.is_some() {
+            // Every task's waits are in it: nothing more to read.
+            return Some(WaitSample {
+                stalled,
+                throttled,
+                ..WaitSample::default()
+            });
+        }
+        self.read_tasks(id, throttled)
+    }
+
+    /// The live tasks' waits, between two readings of the cgroup's CPU time.
+    fn read_tasks(&self, id: &str, throttled: u64) -> Option<WaitSample> {
+        let threads_file = match &self.cgroups.layout {
+            Layout::V1 { .. } => "tasks",
+            Layout::V2 { .. } => "cgroup.threads",
+        };
+        let usage_before = self.leaf_usage(id);
+        let tasks =
+            fs::read_to_string(self.leaf(self.cpu_hierarchy(), id).join(threads_file)).ok()?;
+        let tasks = tasks
             .lines()
             .filter_map(|tid| tid.trim().parse::<u32>().ok())
             .filter_map(|tid| {
                 // Fields: time on a CPU, time waiting on a run queue, slices (ns).
                 let schedstat = fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?;
-                let wait = schedstat.split_whitespace().nth(1)?.parse().ok()?;
-                Some((tid, wait))
+                let mut fields = schedstat.split_whitespace();
+                let ran = fields.next()?.parse().ok()?;
+                let waited = fields.next()?.parse().ok()?;
+                Some((tid, TaskTimes { ran, waited }))
             })
             .collect();
-        Some(WaitSample { waits, throttled })
+        Some(WaitSample {
+            stalled: None,
+            tasks,
+            usage_before,
+            usage_after: self.leaf_usage(id),
+            throttled,
+        })
+    }
+
+    /// The per-task reading of [`InvocationCgroup::sample_waits`] alone.
+    #[cfg(test)]
+    fn sample_tasks(&self, id: &str) -> Option<WaitSample> {
+        let sample = self.sample_waits(id)?;
+        Some(WaitSample {
+            stalled: None,
+            ..self.read_tasks(id, sample.throttled)?
+        })
+    }
+
+    /// CPU time (ns) counted in the container `id`'s own cgroup.
+    fn leaf_usage(&self, id: &str) -> Option<u64> {
+        match &self.cgroups.layout {
+            Layout::V1 { cpuacct, .. } => {
+                let text = fs::read_to_string(self.leaf(cpuacct, id).join("cpuacct.usage")).ok()?;
+                text.trim().parse().ok()
+            }
+            Layout::V2 { root } => {
+                let stat = fs::read_to_string(self.leaf(root, id).join("cpu.stat")).ok()?;
+                stat_field(&stat, "usage_usec").map(|micros| micros.saturating_mul(1000))
+            }
+        }
     }
 
     /// Sends SIGKILL to every process still in the invocation's cgroups (in
@@ -551,6 +675,18 @@ fn stat_field(stat: &str, key: &str) -> Option<u64> {
     })
 }
 
+/// The `total=` (microseconds) of the `kind` line (`some`, `full`) of a
+/// pressure file.
+fn pressure_total(text: &str, kind: &str) -> Option<u64> {
+    let line = text
+        .lines()
+        .find(|line| line.split_whitespace().next() == Some(kind))?;
+    line.split_whitespace()
+        .find_map(|field| field.strip_prefix("total="))?
+        .parse()
+        .ok()
+}
+
 /// Mount paths in mountinfo escape space, tab, newline and backslash as octal.
 fn unescape_mount_path(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
@@ -620,16 +756,194 @@ mod tests {
     }
 
     #[test]
-    fn waits_beyond_the_quota_are_summed_over_threads() {
+    fn a_hybrid_host_has_its_unified_hierarchy_for_pressure() {
+        let cgroups = Cgroups::from_mountinfo(HYBRID, Some("1")).unwrap();
+        let Layout::V1 { unified, .. } = &cgroups.layout else {
+            panic!("v1 expected");
+        };
+        assert_eq!(
+            unified.as_deref(),
+            Some(Path::new("/sys/fs/cgroup/unified"))
+        );
+        let pressure = "some avg10=1.00 avg60=0.50 avg300=0.10 total=941311\n\
+                        full avg10=0.00 avg60=0.00 avg300=0.00 total=458076\n";
+        assert_eq!(pressure_total(pressure, "some"), Some(941_311));
+        assert_eq!(pressure_total(pressure, "full"), Some(458_076));
+        assert_eq!(pressure_total("", "some"), None);
+    }
+
+    fn task(ran: u64, waited: u64) -> TaskTimes {
+        TaskTimes { ran, waited }
+    }
+
+    #[test]
+    fn live_tasks_waits_count_only_when_they_account_for_all_the_cpu_time() {
         let earlier = WaitSample {
-            waits: HashMap::from([(1, 100), (2, 0)]),
-            throttled: 0,
+            tasks: HashMap::from([(1, task(1_000, 100)), (2, task(0, 0))]),
+            usage_before: Some(1_000),
+            usage_after: Some(1_000),
+            ..WaitSample::default()
         };
+        // Task 3 started in the window and is alive: all its time is seen.
         let later = WaitSample {
-            waits: HashMap::from([(1, 600), (2, 300), (3, 50)]),
+            tasks: HashMap::from([
+                (1, task(5_000, 600)),
+                (2, task(3_000, 300)),
+                (3, task(2_000, 50)),
+            ]),
+            usage_before: Some(11_000),
+            usage_after: Some(11_000),
             throttled: 200,
+            ..WaitSample::default()
         };
-        assert_eq!(later.excess_since(&earlier), Duration::from_nanos(650));
+        assert_eq!(
+            later.excess_since(&earlier),
+            Some(Duration::from_nanos(650))
+        );
+        // A child ran 1 ms in the window and exited: it may have waited for
+        // long, and nothing tells how long. Not measured, never "no wait".
+        let child_gone = WaitSample {
+            usage_before: Some(1_011_000),
+            usage_after: Some(1_011_000),
+            ..later.clone()
+        };
+        assert_eq!(child_gone.excess_since(&earlier), None);
+        // Task 2 was alive at the start and exited since: the same.
+        let mut thread_gone = later.clone();
+        thread_gone.tasks.remove(&2);
+        assert_eq!(thread_gone.excess_since(&earlier), None);
+        // Its id reused by a new task that ran less: its time is unaccounted.
+        let mut reused = later.clone();
+        reused.tasks.insert(1, task(500, 10));
+        assert_eq!(reused.excess_since(&earlier), None);
+        // Without the cgroup's CPU time nothing can be checked.
+        let blind = WaitSample {
+            usage_after: None,
+            ..later.clone()
+        };
+        assert_eq!(blind.excess_since(&earlier), None);
+    }
+
+    #[test]
+    fn the_cgroup_wide_stall_counts_exited_tasks_less_the_quota() {
+        let earlier = WaitSample {
+            stalled: Some(1_000_000),
+            ..WaitSample::default()
+        };
+        // No live task at all (they exited): the stall total still counts them.
+        let later = WaitSample {
+            stalled: Some(401_000_000),
+            throttled: 100_000_000,
+            ..WaitSample::default()
+        };
+        assert_eq!(
+            later.excess_since(&earlier),
+            Some(Duration::from_millis(300))
+        );
         assert_eq!(unescape_mount_path(r"/a\040b"), "/a b");
+    }
+
+    /// A real cgroup on this host: a shell pinned to one CPU beside a CPU
+    /// hog runs short-lived children one after another, each starved to
+    /// about half the CPU, and reports when they all exited; only the shell
+    /// is alive at the second sample. Their waits must count: a reading of
+    /// the live tasks alone sees almost none of them.
+    #[test]
+    fn a_starved_program_whose_waits_were_in_exited_children_is_not_given_them_for_free() {
+        use std::io::{BufRead, BufReader, Write as _};
+        use std::process::{Command, Stdio};
+
+        let cgroups = Cgroups::discover_host()
+            .expect("this test needs the host's cgroups (run as root, no cgroup namespace)");
+        let owner = format!("progscore-test-{}-waits", std::process::id());
+        let invocation = cgroups.invocation(&owner, "starved");
+        let leaf = "leaf";
+        // The folders a runtime would create, and the files that place a task.
+        let joins: Vec<PathBuf> = match &cgroups.layout {
+            Layout::V1 {
+                cpu,
+                cpuacct,
+                unified,
+                ..
+            } => {
+                let mut joins = vec![
+                    invocation.leaf(cpu, leaf).join("tasks"),
+                    invocation.leaf(cpuacct, leaf).join("tasks"),
+                ];
+                if let Some(unified) = unified {
+                    joins.push(invocation.leaf(unified, leaf).join("cgroup.procs"));
+                }
+                joins
+            }
+            Layout::V2 { root } => vec![invocation.leaf(root, leaf).join("cgroup.procs")],
+        };
+        for join in &joins {
+            fs::create_dir_all(join.parent().unwrap()).unwrap();
+        }
+        let hog = Command::new("taskset")
+            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let script = format!(
+            "for f in {}; do echo $$ > $f || exit 9; done; echo ready; read go; \
+             for n in 1 2 3 4 5 6 7 8; do sh -c 'i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done'; done; \
+             echo done; read end",
+            joins
+                .iter()
+                .map(|j| j.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let mut program = Command::new("taskset")
+            .args(["-c", "0", "sh", "-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = program.stdin.take().unwrap();
+        let mut lines = BufReader::new(program.stdout.take().unwrap()).lines();
+        assert_eq!(lines.next().unwrap().unwrap(), "ready");
+        let start = invocation.sample_waits(leaf).unwrap();
+        let start_tasks = invocation.sample_tasks(leaf).unwrap();
+        let cpu_at_start = invocation.leaf_usage(leaf).unwrap();
+        writeln!(input, "go").unwrap();
+        assert_eq!(lines.next().unwrap().unwrap(), "done");
+        let end = invocation.sample_waits(leaf).unwrap();
+        let end_tasks = invocation.sample_tasks(leaf).unwrap();
+        let children_cpu =
+            Duration::from_nanos(invocation.leaf_usage(leaf).unwrap() - cpu_at_start);
+        drop(input);
+        program.wait().unwrap();
+        let mut hog = hog;
+        hog.kill().unwrap();
+        hog.wait().unwrap();
+        invocation.remove().unwrap();
+        let _ = cgroups.remove_owner(&owner);
+
+        // What the live tasks alone show (the shell, waiting for its children).
+        let live_only: u64 = end_tasks
+            .tasks
+            .iter()
+            .map(|(tid, t)| {
+                t.waited
+                    .saturating_sub(start_tasks.tasks.get(tid).map_or(0, |s| s.waited))
+            })
+            .sum();
+        let live_only = Duration::from_nanos(live_only);
+        // The per-task reading knows it missed exited tasks: not measured.
+        assert_eq!(end_tasks.excess_since(&start_tasks), None);
+        match end.excess_since(&start) {
+            // Where the kernel keeps the cgroup's stall total, the children's
+            // waits are in it: at least a quarter of their CPU time (they
+            // shared one CPU with the hog), far more than the live tasks show.
+            Some(waited) => {
+                assert!(
+                    waited >= children_cpu / 4 && waited > live_only * 2,
+                    "waited {waited:?}, children ran {children_cpu:?}, live tasks waited {live_only:?}"
+                );
+            }
+            // Elsewhere: not measured, which leaves a timeout unconfirmed.
+            None => assert!(start.stalled.is_none()),
+        }
     }
 }
