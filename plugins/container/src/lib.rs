@@ -19,4 +19,4 @@ pub use cgroup::{Cgroups, InvocationCgroup, OomWatch, WaitSample, cpu_limit_reac
 pub use guard::{shut_down, spawn_guarded};
 pub use output::output_was_active;
 pub use schedule::{Load, Running, Slot};
-pub use workspace::{Workspace, compile_event, tree_sha256};
+pub use workspace::{BuildDisk, Workspace, compile_event, tree_sha256};
