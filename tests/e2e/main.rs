@@ -12,3 +12,4 @@ mod run;
 mod score;
 mod scorer;
 mod signals;
+mod unmeasured;

@@ -191,6 +191,19 @@ impl Cgroups {
         missing
     }
 
+    /// Whether the kernel keeps CPU pressure figures (PSI) in a v2
+    /// hierarchy here: then the CPU waits of tasks that already exited are
+    /// counted; without them a program that starts processes has its
+    /// wall-clock timeouts unconfirmed (see [`InvocationCgroup::sample_waits`]).
+    pub fn counts_exited_waits(&self) -> bool {
+        let root = match &self.layout {
+            Layout::V1 { unified, .. } => unified.as_deref(),
+            Layout::V2 { root } => Some(root.as_path()),
+        };
+        root.and_then(|root| fs::read_to_string(root.join("cpu.pressure")).ok())
+            .is_some_and(|text| pressure_total(&text, "some").is_some())
+    }
+
     fn from_mountinfo(mountinfo: &str, version: Option<&str>) -> Option<Cgroups> {
         let mut v1: HashMap<String, PathBuf> = HashMap::new();
         let mut v2 = None;

@@ -49,6 +49,9 @@ pub struct EngineReport {
     pub problems: Vec<String>,
     /// Runtimes the engine lists.
     pub runtimes: Vec<String>,
+    /// What is measured of a program's time there, and what that costs
+    /// (`None` when the engine was not reached).
+    pub timing: Option<String>,
     /// One entry per profile.
     pub profiles: Vec<ProfileCheck>,
 }
@@ -285,6 +288,11 @@ pub(crate) fn report(
                 .map(|e| vec![e.to_string()])
                 .unwrap_or_default(),
             runtimes: facts.runtimes.clone(),
+            timing: Some(timing_note(
+                &pooled.options.endpoint,
+                facts,
+                pooled.connected().and_then(|e| e.cgroups.as_ref()),
+            )),
             profiles,
         },
         Err(err) => EngineReport {
@@ -295,7 +303,48 @@ pub(crate) fn report(
             engine_ok: false,
             problems: vec![err.to_string()],
             runtimes: Vec::new(),
+            timing: None,
             profiles,
         },
+    }
+}
+
+/// What `doctor` says of an engine's clock: whether a program's CPU time and
+/// CPU waits are measured there, and what it costs when not.
+pub(crate) fn timing_note(
+    endpoint: &crate::options::Endpoint,
+    facts: &EngineFacts,
+    cgroups: Option<&progscore_container::Cgroups>,
+) -> String {
+    match cgroups {
+        Some(cgroups) if cgroups.counts_exited_waits() => "CPU time, CPU waits (of every \
+            process, exited ones too) and peak memory measured: a wall-clock timeout under load \
+            is given back the time the program waited for a CPU, and proven or confirmed alone"
+            .into(),
+        Some(_) => "CPU time, CPU waits and peak memory measured, but the kernel keeps no CPU \
+            pressure figures (PSI) here: a program that started processes which exited cannot \
+            have all its waits counted, and its wall-clock timeout stays undetermined \
+            (`unconfirmed_timeout`), never `false`"
+            .into(),
+        None => {
+            let why = match endpoint {
+                crate::options::Endpoint::Unix(_) => match facts.cgroup_driver.as_deref() {
+                    Some("cgroupfs") => "this process does not see the engine's cgroup \
+                        hierarchies (another cgroup namespace?)"
+                        .to_string(),
+                    driver => format!(
+                        "the engine uses the {} cgroup driver; progscore reads cgroupfs ones",
+                        driver.unwrap_or("unknown")
+                    ),
+                },
+                _ => "the engine is not on this host".into(),
+            };
+            format!(
+                "CPU time and CPU waits NOT measured ({why}): a wall-clock timeout there is \
+                 never proven, whatever else runs, so it is undetermined (`unconfirmed_timeout`), \
+                 never `false`; limits.cpu_time needs the cgroups too. Prove timeouts on an \
+                 engine beside progscore with the cgroupfs driver"
+            )
+        }
     }
 }

@@ -299,8 +299,8 @@ impl PooledEngine {
                 if cgroups.is_none() {
                     tracing::warn!(
                         "cannot find the cgroups of the Docker engine {} from this process \
-                         (driver {:?}): CPU time and peak memory are not measured, and timeouts \
-                         under load are confirmed by running alone",
+                         (driver {:?}): CPU time, CPU waits and peak memory are not measured, so \
+                         a wall-clock timeout there is never proven (undetermined, not false)",
                         self.health.described(),
                         facts.cgroup_driver
                     );
