@@ -198,6 +198,7 @@ impl PooledEngine {
         };
         engine.facts.require_limits()?;
         engine.facts.require_runtime(profile)?;
+        engine.facts.require_build_owner(profile)?;
         if profile.limits.cpu_time_ms.is_some() && engine.cgroups.is_none() {
             return Err(SandboxError::EngineUnsupported {
                 missing: format!("profile `{}`'s limits.cpu_time", profile.name),
