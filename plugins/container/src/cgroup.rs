@@ -486,14 +486,11 @@ impl InvocationCgroup {
                 Some(self.dir(root)),
             ),
         };
-        // Only where the runtime placed the container: its tasks are in the
-        // leaf there (a runtime that ignores the v2 hierarchy of a hybrid
-        // host would leave an empty folder reading no stall at all).
+        // Only where every process of the container is in its leaf there
+        // (runc places them; runsc, on a hybrid host, ignores the v2
+        // hierarchy, and its processes are moved there first).
         let stalled = pressure
-            .filter(|dir| {
-                fs::read_to_string(dir.join(id).join("cgroup.procs"))
-                    .is_ok_and(|procs| procs.lines().any(|line| !line.trim().is_empty()))
-            })
+            .filter(|dir| self.joined_pressure_leaf(dir, id))
             .and_then(|dir| fs::read_to_string(dir.join("cpu.pressure")).ok())
             .and_then(|text| pressure_total(&text, "some"))
             .map(|micros| micros.saturating_mul(1000));
@@ -506,6 +503,43 @@ impl InvocationCgroup {
             });
         }
         self.read_tasks(id, throttled)
+    }
+
+    /// Whether every process of the container `id` (its leaf in the cpu
+    /// hierarchy) is in its leaf below `parent` in the v2 hierarchy, whose
+    /// stall total then counts them and every process they start. On a
+    /// hybrid host, processes a runtime left outside it are moved in (the
+    /// v2 hierarchy enforces nothing there); a process forked meanwhile by
+    /// one not yet moved is caught by the next pass. `false` when they
+    /// cannot all be placed: the stall total would miss some.
+    fn joined_pressure_leaf(&self, parent: &Path, id: &str) -> bool {
+        let procs = |dir: &Path| -> Option<std::collections::BTreeSet<u32>> {
+            let text = fs::read_to_string(dir.join("cgroup.procs")).ok()?;
+            Some(text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        };
+        let leaf = parent.join(id);
+        let hybrid = matches!(self.cgroups.layout, Layout::V1 { .. });
+        if hybrid && !leaf.is_dir() && fs::create_dir_all(&leaf).is_err() {
+            return false;
+        }
+        let cpu_leaf = self.leaf(self.cpu_hierarchy(), id);
+        for _ in 0..4 {
+            let (Some(wanted), Some(placed)) = (procs(&cpu_leaf), procs(&leaf)) else {
+                return false;
+            };
+            let missing: Vec<u32> = wanted.difference(&placed).copied().collect();
+            if missing.is_empty() {
+                return !wanted.is_empty();
+            }
+            if !hybrid {
+                return false;
+            }
+            for pid in missing {
+                // A process that exited meanwhile cannot be moved: fine.
+                let _ = fs::write(leaf.join("cgroup.procs"), pid.to_string());
+            }
+        }
+        false
     }
 
     /// The live tasks' waits, between two readings of the cgroup's CPU time.
