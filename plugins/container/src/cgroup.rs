@@ -27,7 +27,8 @@
 //! kernel keeps pressure stall information (PSI) for the invocation's
 //! cgroup, that is read: the parent's `cpu.pressure` `some` total in the v2
 //! hierarchy (on a v1 host, the `cgroup2` mount beside the v1 ones, where
-//! runc places every container too) counts the time any task below it was
+//! runc places every container too, and progscore moves runsc's processes,
+//! which runsc leaves out) counts the time any task below it was
 //! ready to run and kept waiting, for every task that ever ran there. Without
 //! it (no `cgroup2` mount, a kernel booted with `psi=0`), the live tasks'
 //! `/proc/TID/schedstat` waits are summed, and trusted only when the live
