@@ -254,6 +254,7 @@ battery!(
     a_compiled_program_runs_from_a_read_only_build,
     a_program_that_does_not_compile_is_a_compile_error,
     a_compile_past_its_limits_is_a_compile_error,
+    a_compiler_saying_the_disk_is_full_is_judged_by_the_disk_it_used,
 );
 
 /// A program that is its own build script: with `--build` it runs `build`,
@@ -358,6 +359,40 @@ async fn a_program_that_does_not_compile_is_a_compile_error(kind: Kind) {
     }
     // A proven failure of the program, reusable as evidence.
     assert!(!run.rests_on_unproven_conditions());
+}
+
+async fn a_compiler_saying_the_disk_is_full_is_judged_by_the_disk_it_used(kind: Kind) {
+    let program = self_building(
+        "    raise SystemExit('/usr/bin/ld: final link failed: No space left on device')\n",
+        "print(9)\n",
+    );
+    let Some(run) = run_compiled(kind, &program, &[Invocation::default()]).await else {
+        return;
+    };
+    let compile = run.compile.as_ref().unwrap();
+    if kind == Kind::RuncOverTls {
+        // The engine's disk cannot be measured from here: its words decide.
+        let Outcome::SandboxError { message } = &compile.event.outcome else {
+            panic!("{kind:?}: a sandbox error expected: {compile:?}");
+        };
+        assert!(message.contains("says the disk is full"), "{message}");
+        assert!(
+            matches!(run.events[0].outcome, Outcome::NotRun { .. }),
+            "{run:?}"
+        );
+        assert!(run.rests_on_unproven_conditions());
+    } else {
+        // This host's build disk has room (measured): the program's failure.
+        assert_eq!(
+            compile.event.outcome,
+            Outcome::Exited { exit_code: 1 },
+            "{kind:?}: {compile:?}"
+        );
+        assert!(
+            matches!(run.events[0].outcome, Outcome::CompileError { .. }),
+            "{run:?}"
+        );
+    }
 }
 
 async fn a_compile_past_its_limits_is_a_compile_error(kind: Kind) {
