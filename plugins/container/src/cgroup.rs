@@ -22,21 +22,22 @@
 //!
 //! **CPU waits** ([`InvocationCgroup::sample_waits`]) must count every task
 //! the program ran, also those that exited before the reading (a compiler
-//! driver's `cc1`/`as`/`ld`, a shell's children): a per-task reading misses
-//! them, and a starved program would look as if it had its time. Where the
-//! kernel keeps pressure stall information (PSI) for the invocation's
-//! cgroup, that is read: the parent's `cpu.pressure` `some` total in the v2
-//! hierarchy (on a v1 host, the `cgroup2` mount beside the v1 ones, where
-//! runc places every container too, and progscore moves runsc's processes,
-//! which runsc leaves out) counts the time any task below it was
-//! ready to run and kept waiting, for every task that ever ran there. Without
-//! it (no `cgroup2` mount, a kernel booted with `psi=0`), the live tasks'
-//! `/proc/TID/schedstat` waits are summed, and trusted only when the live
-//! tasks account for all the CPU time the cgroup counted over the window:
-//! a task that exited (it ran, so its CPU time is in the cgroup's total and
-//! in no live task's) leaves its waits unknown, and then the waits are
-//! reported as not measured, which leaves a wall-clock timeout unconfirmed
-//! (see `progscore_sandbox::timing`), never proven.
+//! driver's `cc1`/`as`/`ld`, a shell's children), or a starved program would
+//! look as if it had its time. The kernel keeps a task's waits
+//! (`/proc/TID/schedstat`) only while the task lives, and nothing
+//! cgroup-wide here: cgroup v1 has no wait counter without `CONFIG_SCHEDSTATS`,
+//! and the pressure figures (PSI `some` of a cgroup) are an average over
+//! CPUs weighted by each CPU's busy time, which on a machine of several CPUs
+//! reads less than a task waited when it moved between CPUs (measured: a
+//! correct program starved beside others on 2 CPUs had its timeout
+//! "proven" from it). So the live tasks' waits are summed, and trusted only when the
+//! live tasks account for all the CPU time the cgroup counted over the
+//! window: a task that exited (it ran, so its CPU time is in the cgroup's
+//! total and in no live task's) leaves its waits unknown, and then the waits
+//! are reported as not measured, which leaves a wall-clock timeout
+//! unconfirmed (see `progscore_sandbox::timing`), never proven. (The one
+//! allowance, [`START_TRANSIENT`], is for the runtime's own threads that end
+//! as the program starts.)
 
 use std::collections::HashMap;
 use std::fs;
@@ -63,9 +64,6 @@ enum Layout {
         cpu: PathBuf,
         memory: PathBuf,
         pids: Option<PathBuf>,
-        /// The `cgroup2` hierarchy mounted beside the v1 ones (a "hybrid"
-        /// host): no controllers, but the kernel's CPU pressure figures.
-        unified: Option<PathBuf>,
     },
     V2 {
         root: PathBuf,
@@ -75,11 +73,6 @@ enum Layout {
 /// The figures of one sample of a running container's CPU waits.
 #[derive(Debug, Clone, Default)]
 pub struct WaitSample {
-    /// Nanoseconds during which at least one task below the invocation's
-    /// parent was ready to run but kept waiting for a CPU (PSI `some`
-    /// total), every task that ever ran there included; `None` where the
-    /// kernel keeps no pressure figures for the cgroup.
-    stalled: Option<u64>,
     /// Per live task: nanoseconds on a CPU and waiting on a run queue.
     tasks: HashMap<u32, TaskTimes>,
     /// CPU time (ns) the container's cgroup counted, read before and after
@@ -99,39 +92,53 @@ struct TaskTimes {
 }
 
 /// CPU time (ns) the cgroup may count beyond its live tasks' without any
-/// task having exited: cgroup v2 reports it in whole microseconds.
-const USAGE_ROUNDING: u64 = 2_000;
+/// task having exited: cgroup v2 reports whole microseconds, and a reading
+/// can straddle the kernel's accounting by a few.
+const USAGE_ROUNDING: u64 = 50_000;
+
+/// CPU time (ns) in the window allowed to tasks that were alive at its
+/// start and are gone at its end, before their waits count as unknown. The
+/// runtime's own threads end there as the program starts: runc's `init` is
+/// a Go program whose other threads end when it executes the program
+/// (measured: 50-520 µs of CPU after the first reading). A task of the
+/// program that ran this little and ended is the one case not caught; a
+/// task born in the window and ended before its end is always caught.
+const START_TRANSIENT: u64 = 2_000_000;
 
 impl WaitSample {
-    /// The time the program waited for a CPU since `earlier`, less the time
-    /// its own CPU quota held it back. From the cgroup-wide stall total when
-    /// both samples have it; else summed over the live tasks (more than the
-    /// program lost when several waited at once: an error on the side of
-    /// more time), and then `None` (not measured) when some task ran in the
-    /// window that is not alive now: its waits are unknown.
+    /// The time the program waited for a CPU since `earlier`, summed over
+    /// its live tasks (more than it lost when several waited at once: an
+    /// error on the side of more time), less the time its own CPU quota
+    /// held it back; `None` (not measured) when some task ran in the window
+    /// that is not alive now: its waits are unknown.
     pub fn excess_since(&self, earlier: &WaitSample) -> Option<Duration> {
         let throttled = self.throttled.saturating_sub(earlier.throttled);
-        if let (Some(now), Some(then)) = (self.stalled, earlier.stalled) {
-            return Some(Duration::from_nanos(
-                now.saturating_sub(then).saturating_sub(throttled),
-            ));
-        }
         let (Some(after), Some(before)) = (self.usage_after, earlier.usage_before) else {
             return None;
         };
         let (mut ran, mut waited) = (0u64, 0u64);
+        let mut ended_since_start = earlier
+            .tasks
+            .keys()
+            .any(|tid| !self.tasks.contains_key(tid));
         for (tid, now) in &self.tasks {
             let then = earlier.tasks.get(tid).copied().unwrap_or_default();
-            // A task id reused by a new task reads lower than before: its
-            // CPU time then shows as unaccounted below.
+            // A task id reused by a new task reads lower than before: the
+            // first task ended, and its CPU time shows as unaccounted below.
             if now.ran < then.ran {
+                ended_since_start = true;
                 continue;
             }
             ran += now.ran - then.ran;
             waited += now.waited.saturating_sub(then.waited);
         }
         let unaccounted = after.saturating_sub(before).saturating_sub(ran);
-        if unaccounted > USAGE_ROUNDING {
+        let allowed = if ended_since_start {
+            START_TRANSIENT
+        } else {
+            USAGE_ROUNDING
+        };
+        if unaccounted > allowed {
             return None;
         }
         Some(Duration::from_nanos(waited.saturating_sub(throttled)))
@@ -192,19 +199,6 @@ impl Cgroups {
         missing
     }
 
-    /// Whether the kernel keeps CPU pressure figures (PSI) in a v2
-    /// hierarchy here: then the CPU waits of tasks that already exited are
-    /// counted; without them a program that starts processes has its
-    /// wall-clock timeouts unconfirmed (see [`InvocationCgroup::sample_waits`]).
-    pub fn counts_exited_waits(&self) -> bool {
-        let root = match &self.layout {
-            Layout::V1 { unified, .. } => unified.as_deref(),
-            Layout::V2 { root } => Some(root.as_path()),
-        };
-        root.and_then(|root| fs::read_to_string(root.join("cpu.pressure")).ok())
-            .is_some_and(|text| pressure_total(&text, "some").is_some())
-    }
-
     fn from_mountinfo(mountinfo: &str, version: Option<&str>) -> Option<Cgroups> {
         let mut v1: HashMap<String, PathBuf> = HashMap::new();
         let mut v2 = None;
@@ -244,7 +238,6 @@ impl Cgroups {
                 cpu: cpu.clone(),
                 memory: memory.clone(),
                 pids: v1.get("pids").cloned(),
-                unified: v2,
             },
             _ if version == Some("2") => Layout::V2 { root: v2? },
             _ => return None,
@@ -471,116 +464,58 @@ impl InvocationCgroup {
         fs::read_to_string(dir.join(file)).ok()?.trim().parse().ok()
     }
 
-    /// CPU waits (of every task the invocation ran, where the kernel keeps
-    /// them) and quota throttling of the running container `id`; compare
-    /// two samples with [`WaitSample::excess_since`].
+    /// CPU waits of the live tasks, the CPU time that tells whether any
+    /// task exited, and quota throttling of the running container `id`;
+    /// compare two samples with [`WaitSample::excess_since`].
     pub fn sample_waits(&self, id: &str) -> Option<WaitSample> {
-        let leaf = self.leaf(self.cpu_hierarchy(), id);
-        let stat = fs::read_to_string(leaf.join("cpu.stat")).ok()?;
-        let (throttled, pressure) = match &self.cgroups.layout {
-            Layout::V1 { unified, .. } => (
-                stat_field(&stat, "throttled_time")?,
-                unified.as_deref().map(|u| self.dir(u)),
-            ),
-            Layout::V2 { root } => (
-                stat_field(&stat, "throttled_usec")? * 1000,
-                Some(self.dir(root)),
-            ),
+        let stat = fs::read_to_string(self.leaf(self.cpu_hierarchy(), id).join("cpu.stat")).ok()?;
+        let throttled = match &self.cgroups.layout {
+            Layout::V1 { .. } => stat_field(&stat, "throttled_time")?,
+            Layout::V2 { .. } => stat_field(&stat, "throttled_usec")? * 1000,
         };
-        // Only where every process of the container is in its leaf there
-        // (runc places them; runsc, on a hybrid host, ignores the v2
-        // hierarchy, and its processes are moved there first).
-        let stalled = pressure
-            .filter(|dir| self.joined_pressure_leaf(dir, id))
-            .and_then(|dir| fs::read_to_string(dir.join("cpu.pressure")).ok())
-            .and_then(|text| pressure_total(&text, "some"))
-            .map(|micros| micros.saturating_mul(1000));
-        if stalled.is_some() {
-            // Every task's waits are in it: nothing more to read.
-            return Some(WaitSample {
-                stalled,
-                throttled,
-                ..WaitSample::default()
-            });
-        }
         self.read_tasks(id, throttled)
     }
 
-    /// Whether every process of the container `id` (its leaf in the cpu
-    /// hierarchy) is in its leaf below `parent` in the v2 hierarchy, whose
-    /// stall total then counts them and every process they start. On a
-    /// hybrid host, processes a runtime left outside it are moved in (the
-    /// v2 hierarchy enforces nothing there); a process forked meanwhile by
-    /// one not yet moved is caught by the next pass. `false` when they
-    /// cannot all be placed: the stall total would miss some.
-    fn joined_pressure_leaf(&self, parent: &Path, id: &str) -> bool {
-        let procs = |dir: &Path| -> Option<std::collections::BTreeSet<u32>> {
-            let text = fs::read_to_string(dir.join("cgroup.procs")).ok()?;
-            Some(text.lines().filter_map(|l| l.trim().parse().ok()).collect())
-        };
-        let leaf = parent.join(id);
-        let hybrid = matches!(self.cgroups.layout, Layout::V1 { .. });
-        if hybrid && !leaf.is_dir() && fs::create_dir_all(&leaf).is_err() {
-            return false;
-        }
-        let cpu_leaf = self.leaf(self.cpu_hierarchy(), id);
-        for _ in 0..4 {
-            let (Some(wanted), Some(placed)) = (procs(&cpu_leaf), procs(&leaf)) else {
-                return false;
-            };
-            let missing: Vec<u32> = wanted.difference(&placed).copied().collect();
-            if missing.is_empty() {
-                return !wanted.is_empty();
-            }
-            if !hybrid {
-                return false;
-            }
-            for pid in missing {
-                // A process that exited meanwhile cannot be moved: fine.
-                let _ = fs::write(leaf.join("cgroup.procs"), pid.to_string());
-            }
-        }
-        false
-    }
-
     /// The live tasks' waits, between two readings of the cgroup's CPU time.
+    /// Read again (a few times) until both readings agree: the kernel
+    /// charged no CPU time to the cgroup meanwhile, so the tasks' figures
+    /// and the cgroup's are one consistent snapshot, and CPU time no live
+    /// task accounts for can only be a task that exited.
     fn read_tasks(&self, id: &str, throttled: u64) -> Option<WaitSample> {
         let threads_file = match &self.cgroups.layout {
             Layout::V1 { .. } => "tasks",
             Layout::V2 { .. } => "cgroup.threads",
         };
-        let usage_before = self.leaf_usage(id);
-        let tasks =
-            fs::read_to_string(self.leaf(self.cpu_hierarchy(), id).join(threads_file)).ok()?;
-        let tasks = tasks
-            .lines()
-            .filter_map(|tid| tid.trim().parse::<u32>().ok())
-            .filter_map(|tid| {
-                // Fields: time on a CPU, time waiting on a run queue, slices (ns).
-                let schedstat = fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?;
-                let mut fields = schedstat.split_whitespace();
-                let ran = fields.next()?.parse().ok()?;
-                let waited = fields.next()?.parse().ok()?;
-                Some((tid, TaskTimes { ran, waited }))
-            })
-            .collect();
-        Some(WaitSample {
-            stalled: None,
-            tasks,
-            usage_before,
-            usage_after: self.leaf_usage(id),
-            throttled,
-        })
-    }
-
-    /// The per-task reading of [`InvocationCgroup::sample_waits`] alone.
-    #[cfg(test)]
-    fn sample_tasks(&self, id: &str) -> Option<WaitSample> {
-        let sample = self.sample_waits(id)?;
-        Some(WaitSample {
-            stalled: None,
-            ..self.read_tasks(id, sample.throttled)?
-        })
+        let threads = self.leaf(self.cpu_hierarchy(), id).join(threads_file);
+        let mut sample = None;
+        for _ in 0..8 {
+            let usage_before = self.leaf_usage(id);
+            let tasks = fs::read_to_string(&threads).ok()?;
+            let tasks = tasks
+                .lines()
+                .filter_map(|tid| tid.trim().parse::<u32>().ok())
+                .filter_map(|tid| {
+                    // Fields: time on a CPU, time waiting on a run queue, slices (ns).
+                    let schedstat = fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?;
+                    let mut fields = schedstat.split_whitespace();
+                    let ran = fields.next()?.parse().ok()?;
+                    let waited = fields.next()?.parse().ok()?;
+                    Some((tid, TaskTimes { ran, waited }))
+                })
+                .collect();
+            let usage_after = self.leaf_usage(id);
+            let consistent = usage_before.is_some() && usage_before == usage_after;
+            sample = Some(WaitSample {
+                tasks,
+                usage_before,
+                usage_after,
+                throttled,
+            });
+            if consistent {
+                break;
+            }
+        }
+        sample
     }
 
     /// CPU time (ns) counted in the container `id`'s own cgroup.
@@ -723,18 +658,6 @@ fn stat_field(stat: &str, key: &str) -> Option<u64> {
     })
 }
 
-/// The `total=` (microseconds) of the `kind` line (`some`, `full`) of a
-/// pressure file.
-fn pressure_total(text: &str, kind: &str) -> Option<u64> {
-    let line = text
-        .lines()
-        .find(|line| line.split_whitespace().next() == Some(kind))?;
-    line.split_whitespace()
-        .find_map(|field| field.strip_prefix("total="))?
-        .parse()
-        .ok()
-}
-
 /// Mount paths in mountinfo escape space, tab, newline and backslash as octal.
 fn unescape_mount_path(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
@@ -803,23 +726,6 @@ mod tests {
         assert!(Cgroups::from_mountinfo(v2, Some("1")).is_none());
     }
 
-    #[test]
-    fn a_hybrid_host_has_its_unified_hierarchy_for_pressure() {
-        let cgroups = Cgroups::from_mountinfo(HYBRID, Some("1")).unwrap();
-        let Layout::V1 { unified, .. } = &cgroups.layout else {
-            panic!("v1 expected");
-        };
-        assert_eq!(
-            unified.as_deref(),
-            Some(Path::new("/sys/fs/cgroup/unified"))
-        );
-        let pressure = "some avg10=1.00 avg60=0.50 avg300=0.10 total=941311\n\
-                        full avg10=0.00 avg60=0.00 avg300=0.00 total=458076\n";
-        assert_eq!(pressure_total(pressure, "some"), Some(941_311));
-        assert_eq!(pressure_total(pressure, "full"), Some(458_076));
-        assert_eq!(pressure_total("", "some"), None);
-    }
-
     fn task(ran: u64, waited: u64) -> TaskTimes {
         TaskTimes { ran, waited }
     }
@@ -856,12 +762,19 @@ mod tests {
             ..later.clone()
         };
         assert_eq!(child_gone.excess_since(&earlier), None);
-        // Task 2 was alive at the start and exited since: the same.
+        // Task 2 was alive at the start and exited since, having run 3 ms
+        // more: the same. (Under 2 ms, as the runtime's own threads that end
+        // when it executes the program, it would pass.)
         let mut thread_gone = later.clone();
         thread_gone.tasks.remove(&2);
+        thread_gone.usage_before = Some(11_000 + 3_000_000);
+        thread_gone.usage_after = thread_gone.usage_before;
         assert_eq!(thread_gone.excess_since(&earlier), None);
+        let mut runtime_gone = thread_gone.clone();
+        runtime_gone.usage_after = Some(11_000 + 500_000);
+        assert!(runtime_gone.excess_since(&earlier).is_some());
         // Its id reused by a new task that ran less: its time is unaccounted.
-        let mut reused = later.clone();
+        let mut reused = thread_gone.clone();
         reused.tasks.insert(1, task(500, 10));
         assert_eq!(reused.excess_since(&earlier), None);
         // Without the cgroup's CPU time nothing can be checked.
@@ -872,30 +785,11 @@ mod tests {
         assert_eq!(blind.excess_since(&earlier), None);
     }
 
-    #[test]
-    fn the_cgroup_wide_stall_counts_exited_tasks_less_the_quota() {
-        let earlier = WaitSample {
-            stalled: Some(1_000_000),
-            ..WaitSample::default()
-        };
-        // No live task at all (they exited): the stall total still counts them.
-        let later = WaitSample {
-            stalled: Some(401_000_000),
-            throttled: 100_000_000,
-            ..WaitSample::default()
-        };
-        assert_eq!(
-            later.excess_since(&earlier),
-            Some(Duration::from_millis(300))
-        );
-        assert_eq!(unescape_mount_path(r"/a\040b"), "/a b");
-    }
-
     /// A real cgroup on this host: a shell pinned to one CPU beside a CPU
     /// hog runs short-lived children one after another, each starved to
     /// about half the CPU, and reports when they all exited; only the shell
-    /// is alive at the second sample. Their waits must count: a reading of
-    /// the live tasks alone sees almost none of them.
+    /// is alive at the second sample. A reading of the live tasks alone
+    /// sees almost none of their waits: it must say it measured nothing.
     #[test]
     fn a_starved_program_whose_waits_were_in_exited_children_is_not_given_them_for_free() {
         use std::io::{BufRead, BufReader, Write as _};
@@ -908,27 +802,16 @@ mod tests {
         let leaf = "leaf";
         // The folders a runtime would create, and the files that place a task.
         let joins: Vec<PathBuf> = match &cgroups.layout {
-            Layout::V1 {
-                cpu,
-                cpuacct,
-                unified,
-                ..
-            } => {
-                let mut joins = vec![
-                    invocation.leaf(cpu, leaf).join("tasks"),
-                    invocation.leaf(cpuacct, leaf).join("tasks"),
-                ];
-                if let Some(unified) = unified {
-                    joins.push(invocation.leaf(unified, leaf).join("cgroup.procs"));
-                }
-                joins
-            }
+            Layout::V1 { cpu, cpuacct, .. } => vec![
+                invocation.leaf(cpu, leaf).join("tasks"),
+                invocation.leaf(cpuacct, leaf).join("tasks"),
+            ],
             Layout::V2 { root } => vec![invocation.leaf(root, leaf).join("cgroup.procs")],
         };
         for join in &joins {
             fs::create_dir_all(join.parent().unwrap()).unwrap();
         }
-        let hog = Command::new("taskset")
+        let mut hog = Command::new("taskset")
             .args(["-c", "0", "sh", "-c", "while :; do :; done"])
             .spawn()
             .unwrap();
@@ -952,46 +835,37 @@ mod tests {
         let mut lines = BufReader::new(program.stdout.take().unwrap()).lines();
         assert_eq!(lines.next().unwrap().unwrap(), "ready");
         let start = invocation.sample_waits(leaf).unwrap();
-        let start_tasks = invocation.sample_tasks(leaf).unwrap();
-        let cpu_at_start = invocation.leaf_usage(leaf).unwrap();
         writeln!(input, "go").unwrap();
         assert_eq!(lines.next().unwrap().unwrap(), "done");
         let end = invocation.sample_waits(leaf).unwrap();
-        let end_tasks = invocation.sample_tasks(leaf).unwrap();
-        let children_cpu =
-            Duration::from_nanos(invocation.leaf_usage(leaf).unwrap() - cpu_at_start);
         drop(input);
         program.wait().unwrap();
-        let mut hog = hog;
         hog.kill().unwrap();
         hog.wait().unwrap();
         invocation.remove().unwrap();
         let _ = cgroups.remove_owner(&owner);
 
-        // What the live tasks alone show (the shell, waiting for its children).
-        let live_only: u64 = end_tasks
+        // What the live task (the shell, waiting for its children) waited:
+        // what a reading of the live tasks alone would have given.
+        let live_only: u64 = end
             .tasks
             .iter()
             .map(|(tid, t)| {
                 t.waited
-                    .saturating_sub(start_tasks.tasks.get(tid).map_or(0, |s| s.waited))
+                    .saturating_sub(start.tasks.get(tid).map_or(0, |s| s.waited))
             })
             .sum();
-        let live_only = Duration::from_nanos(live_only);
-        // The per-task reading knows it missed exited tasks: not measured.
-        assert_eq!(end_tasks.excess_since(&start_tasks), None);
-        match end.excess_since(&start) {
-            // Where the kernel keeps the cgroup's stall total, the children's
-            // waits are in it: at least a quarter of their CPU time (they
-            // shared one CPU with the hog), far more than the live tasks show.
-            Some(waited) => {
-                assert!(
-                    waited >= children_cpu / 4 && waited > live_only * 2,
-                    "waited {waited:?}, children ran {children_cpu:?}, live tasks waited {live_only:?}"
-                );
-            }
-            // Elsewhere: not measured, which leaves a timeout unconfirmed.
-            None => assert!(start.stalled.is_none()),
-        }
+        let children_cpu = end.usage_after.unwrap() - start.usage_before.unwrap();
+        // The children ran (and waited about as long, beside the hog), and
+        // exited: none of that is in a live task's figures.
+        assert!(
+            children_cpu > 50_000_000,
+            "the children ran {children_cpu} ns; the live shell waited {live_only} ns"
+        );
+        assert_eq!(
+            end.excess_since(&start),
+            None,
+            "the children's waits are unknown: not measured, never a small wait"
+        );
     }
 }

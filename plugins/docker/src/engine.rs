@@ -354,14 +354,11 @@ pub(crate) fn timing_note(
     cgroups: Option<&progscore_container::Cgroups>,
 ) -> String {
     match cgroups {
-        Some(cgroups) if cgroups.counts_exited_waits() => "CPU time, CPU waits (of every \
-            process, exited ones too) and peak memory measured: a wall-clock timeout under load \
-            is given back the time the program waited for a CPU, and proven or confirmed alone"
-            .into(),
-        Some(_) => "CPU time, CPU waits and peak memory measured, but the kernel keeps no CPU \
-            pressure figures (PSI) here: a program that started processes which exited cannot \
-            have all its waits counted, and its wall-clock timeout stays undetermined \
-            (`unconfirmed_timeout`), never `false`"
+        Some(_) => "CPU time, CPU waits and peak memory measured: a wall-clock timeout under \
+            load is given back the time the program waited for a CPU, and proven or confirmed \
+            alone; a program whose processes or threads exited during its window has their waits \
+            unknown, so its wall-clock timeout is proven only by the CPU it used, else \
+            undetermined (`unconfirmed_timeout`), never `false`"
             .into(),
         None => {
             let why = match endpoint {
