@@ -748,7 +748,6 @@ mod tests {
             usage_before: Some(11_000),
             usage_after: Some(11_000),
             throttled: 200,
-            ..WaitSample::default()
         };
         assert_eq!(
             later.excess_since(&earlier),
