@@ -8,8 +8,9 @@
 //!
 //! 1. **Fair time.** The program's clock is wall time minus the time it
 //!    waited for a CPU beyond its own CPU quota (every task's waits,
-//!    including tasks that already exited; an over-count errs towards more
-//!    time, never less). When the wall limit fires, the program gets the
+//!    including tasks that already exited: a backend that cannot count
+//!    those reports the waits as not measured; an over-count errs towards
+//!    more time, never less). When the wall limit fires, the program gets the
 //!    time it lost, again and again, until it has had its limit in fair
 //!    time, or its window reaches [`MAX_STRETCH`] times the limit.
 //! 2. **Proven.** A timeout is proven when the program had (nearly, see
