@@ -17,7 +17,8 @@ use std::path::Path;
 use progscore_docker::{Capacity, DockerClient, DockerOptions, Endpoint, EngineOptions, TlsFiles};
 use progscore_runtime::backends::Backends;
 use progscore_sandbox::{
-    Invocation, Outcome, ProfileSpec, ProgramRun, RuntimeProfile, SandboxClient, sha256_hex,
+    Invocation, Outcome, ProfileSpec, ProgramRun, RuntimeProfile, SandboxClient, TimeLimit,
+    sha256_hex,
 };
 use progscore_wasi::{WasiClient, WasiOptions};
 
@@ -254,6 +255,7 @@ battery!(
     a_compiled_program_runs_from_a_read_only_build,
     a_program_that_does_not_compile_is_a_compile_error,
     a_compile_past_its_limits_is_a_compile_error,
+    a_compiler_saying_the_disk_is_full_is_judged_by_the_disk_it_used,
 );
 
 /// A program that is its own build script: with `--build` it runs `build`,
@@ -360,19 +362,62 @@ async fn a_program_that_does_not_compile_is_a_compile_error(kind: Kind) {
     assert!(!run.rests_on_unproven_conditions());
 }
 
+async fn a_compiler_saying_the_disk_is_full_is_judged_by_the_disk_it_used(kind: Kind) {
+    let program = self_building(
+        "    raise SystemExit('/usr/bin/ld: final link failed: No space left on device')\n",
+        "print(9)\n",
+    );
+    let Some(run) = run_compiled(kind, &program, &[Invocation::default()]).await else {
+        return;
+    };
+    let compile = run.compile.as_ref().unwrap();
+    if kind == Kind::RuncOverTls {
+        // The engine's disk cannot be measured from here: its words decide.
+        let Outcome::SandboxError { message } = &compile.event.outcome else {
+            panic!("{kind:?}: a sandbox error expected: {compile:?}");
+        };
+        assert!(message.contains("says the disk is full"), "{message}");
+        assert!(
+            matches!(run.events[0].outcome, Outcome::NotRun { .. }),
+            "{run:?}"
+        );
+        assert!(run.rests_on_unproven_conditions());
+    } else {
+        // This host's build disk has room (measured): the program's failure.
+        assert_eq!(
+            compile.event.outcome,
+            Outcome::Exited { exit_code: 1 },
+            "{kind:?}: {compile:?}"
+        );
+        assert!(
+            matches!(run.events[0].outcome, Outcome::CompileError { .. }),
+            "{run:?}"
+        );
+    }
+}
+
 async fn a_compile_past_its_limits_is_a_compile_error(kind: Kind) {
     let looping = self_building("    while True:\n        pass\n", "print(9)\n");
     let Some(run) = run_compiled(kind, &looping, &[Invocation::default()]).await else {
         return;
     };
     let compile = run.compile.as_ref().unwrap();
-    assert_eq!(compile.event.outcome, Outcome::timed_out(), "{compile:?}");
-    assert_eq!(
-        run.events[0].outcome,
-        Outcome::CompileError {
-            reason: "the compile timed out".into()
-        }
-    );
+    assert_wall_timeout(kind, &compile.event.outcome, compile);
+    if kind == Kind::RuncOverTls {
+        // Unproven: the cases are not run and nothing is reusable.
+        assert!(
+            matches!(run.events[0].outcome, Outcome::NotRun { .. }),
+            "{run:?}"
+        );
+        assert!(run.rests_on_unproven_conditions());
+    } else {
+        assert_eq!(
+            run.events[0].outcome,
+            Outcome::CompileError {
+                reason: "the compile timed out".into()
+            }
+        );
+    }
     let hog = self_building(
         "    blocks = []\n    while True:\n        blocks.append(bytearray(8 * 1024 * 1024))\n",
         "print(9)\n",
@@ -508,13 +553,33 @@ async fn a_memory_error_is_the_programs_own(kind: Kind) {
     }
 }
 
+/// A wall-clock timeout as the backend can prove it. An engine elsewhere
+/// measures neither the program's CPU time nor its waits, so nothing can tell
+/// a slow program from a starved one: its timeout stays unconfirmed (the
+/// verdict undetermined), never proven.
+fn assert_wall_timeout(kind: Kind, outcome: &Outcome, run: &dyn std::fmt::Debug) {
+    if kind == Kind::RuncOverTls {
+        not_supported(
+            kind,
+            "a proven wall-clock timeout",
+            "the timeout is unconfirmed: nothing is measured on an engine elsewhere",
+        );
+        let Outcome::TimedOut {
+            limit: TimeLimit::Wall,
+            unconfirmed: Some(why),
+        } = outcome
+        else {
+            panic!("{kind:?}: an unconfirmed timeout expected: {run:?}");
+        };
+        assert!(why.contains("could not be measured"), "{why}");
+    } else {
+        assert_eq!(outcome, &Outcome::timed_out(), "{kind:?}: {run:?}");
+    }
+}
+
 async fn busy_loop_times_out(kind: Kind) {
     let run = run(kind, "while True:\n    pass\n", Invocation::default()).await;
-    assert_eq!(
-        run.events[0].outcome,
-        Outcome::timed_out(),
-        "{kind:?}: {run:?}"
-    );
+    assert_wall_timeout(kind, &run.events[0].outcome, &run);
 }
 
 async fn sleep_times_out(kind: Kind) {
@@ -524,11 +589,7 @@ async fn sleep_times_out(kind: Kind) {
         Invocation::default(),
     )
     .await;
-    assert_eq!(
-        run.events[0].outcome,
-        Outcome::timed_out(),
-        "{kind:?}: {run:?}"
-    );
+    assert_wall_timeout(kind, &run.events[0].outcome, &run);
 }
 
 async fn fork_bomb_is_stopped_by_the_process_limit(kind: Kind) {

@@ -13,3 +13,4 @@ mod run;
 mod score;
 mod scorer;
 mod signals;
+mod unmeasured;

@@ -19,4 +19,6 @@ pub use cgroup::{Cgroups, InvocationCgroup, OomWatch, WaitSample, cpu_limit_reac
 pub use guard::{shut_down, spawn_guarded};
 pub use output::output_was_active;
 pub use schedule::{Load, Running, Slot};
-pub use workspace::{BUILD_ENTRY_BYTES, Workspace, build_size, compile_event, tree_sha256};
+pub use workspace::{
+    BUILD_ENTRY_BYTES, BuildDisk, Workspace, build_size, compile_event, tree_sha256,
+};

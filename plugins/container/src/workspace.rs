@@ -115,22 +115,67 @@ impl Workspace {
 /// start, and below which a failed compile is not blamed on the program.
 pub const BUILD_DISK_HEADROOM: u64 = 64 << 20;
 
+/// Where a compile's build folder lives, for judging a compiler that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildDisk {
+    /// This host's disk (the folder is bind-mounted): its free space is
+    /// measured after a failed compile.
+    Local,
+    /// The disk of an engine elsewhere (the build is in a volume there, and
+    /// comes back to be hashed): this host's free space says nothing about it.
+    Remote,
+}
+
 /// The compile's record from its container's event: with the build folder's
 /// hash when the compiler exited 0 (a folder that cannot be read makes the
 /// compile a sandbox error: nothing is known about the program then).
-pub fn compile_event(event: InvocationEvent, build_dir: &Path) -> CompileEvent {
+pub fn compile_event(event: InvocationEvent, build_dir: &Path, disk: BuildDisk) -> CompileEvent {
     let compiler_failed = matches!(event.outcome, Outcome::Exited { exit_code } if exit_code != 0);
     // Only asked when it matters: after a compiler that failed.
-    let free = compiler_failed.then(|| free_bytes(build_dir));
-    judge_compile(event, build_dir, free)
+    let room = compiler_failed.then(|| match disk {
+        BuildDisk::Local => Room::Free(free_bytes(build_dir)),
+        BuildDisk::Remote => Room::Unseen,
+    });
+    judge_compile(event, build_dir, room)
 }
 
-/// [`compile_event`], given the build filesystem's free space after a
-/// failed compiler (`None` when the compiler did not fail).
+/// What is known of the build disk after a failed compiler.
+enum Room {
+    /// This host's free space on it.
+    Free(std::io::Result<u64>),
+    /// Nothing: the disk is an engine's elsewhere.
+    Unseen,
+}
+
+/// What a compiler prints when its disk (or the user's quota on it) is
+/// full, in any case: `gcc`/`ld`/`rustc` say "No space left on device",
+/// `go` "no space left on device".
+const DISK_FULL_WORDS: [&str; 2] = ["no space left on device", "disk quota exceeded"];
+
+/// Why a failed compiler on an engine elsewhere may have failed on that
+/// engine's disk: its output says so, or was cut short (the words may be
+/// in what was dropped). `None`: its complete output says nothing of it.
+fn remote_disk_doubt(event: &InvocationEvent) -> Option<&'static str> {
+    let streams = [&event.stdout, &event.stderr];
+    let says_full = streams.iter().any(|stream| {
+        let text = String::from_utf8_lossy(&stream.data.0).to_lowercase();
+        DISK_FULL_WORDS.iter().any(|words| text.contains(words))
+    });
+    if says_full {
+        Some("its output says the disk is full")
+    } else if streams.iter().any(|stream| stream.truncated) {
+        Some("its output was cut short, so it may say the disk is full where it was dropped")
+    } else {
+        None
+    }
+}
+
+/// [`compile_event`], given what is known of the build disk after a failed
+/// compiler (`None` when the compiler did not fail).
 fn judge_compile(
     mut event: InvocationEvent,
     build_dir: &Path,
-    free_after_failure: Option<std::io::Result<u64>>,
+    room_after_failure: Option<Room>,
 ) -> CompileEvent {
     let mut artifact_sha256 = None;
     // The bound the compile ran under (its limits are in its provenance).
@@ -156,7 +201,7 @@ fn judge_compile(
             ),
         };
     }
-    match (&event.outcome, free_after_failure) {
+    match (&event.outcome, room_after_failure) {
         (Outcome::Exited { exit_code: 0 }, _) => match tree_sha256(build_dir) {
             Ok(sha256) => artifact_sha256 = Some(sha256),
             Err(e) => {
@@ -167,7 +212,7 @@ fn judge_compile(
         },
         // A linker that could not write its output to a full host disk
         // fails like a program that does not compile: undecided, then.
-        (Outcome::Exited { exit_code }, Some(free)) => {
+        (Outcome::Exited { exit_code }, Some(Room::Free(free))) => {
             let short = match free {
                 Ok(free) if free >= BUILD_DISK_HEADROOM => None,
                 Ok(free) => Some(format!("had {free} bytes free")),
@@ -177,6 +222,17 @@ fn judge_compile(
                 event.outcome = Outcome::SandboxError {
                     message: format!(
                         "the compiler exited with code {exit_code} while the host's filesystem holding the build folder {short}: the host, not the program, may have failed it"
+                    ),
+                };
+            }
+        }
+        // An engine elsewhere: its disk cannot be measured from here, so
+        // the compiler's own words (or their possible loss) decide.
+        (Outcome::Exited { exit_code }, Some(Room::Unseen)) => {
+            if let Some(doubt) = remote_disk_doubt(&event) {
+                event.outcome = Outcome::SandboxError {
+                    message: format!(
+                        "the compiler exited with code {exit_code} on an engine elsewhere, whose disk this host cannot measure, and {doubt}: the engine, not the program, may have failed it"
                     ),
                 };
             }
@@ -283,6 +339,7 @@ pub fn tree_sha256(root: &Path) -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use progscore_sandbox::CapturedStream;
 
     fn failed_with(exit_code: i64) -> InvocationEvent {
         InvocationEvent {
@@ -294,9 +351,13 @@ mod tests {
     #[test]
     fn a_compiler_failing_on_a_nearly_full_host_disk_is_not_the_programs_failure() {
         let build = tempfile::tempdir().unwrap();
-        let ample = judge_compile(failed_with(1), build.path(), Some(Ok(BUILD_DISK_HEADROOM)));
+        let ample = judge_compile(
+            failed_with(1),
+            build.path(),
+            Some(Room::Free(Ok(BUILD_DISK_HEADROOM))),
+        );
         assert_eq!(ample.event.outcome, Outcome::Exited { exit_code: 1 });
-        let full = judge_compile(failed_with(1), build.path(), Some(Ok(8 << 20)));
+        let full = judge_compile(failed_with(1), build.path(), Some(Room::Free(Ok(8 << 20))));
         let Outcome::SandboxError { message } = &full.event.outcome else {
             panic!("{full:?}");
         };
@@ -306,7 +367,7 @@ mod tests {
         let unknown = judge_compile(
             failed_with(1),
             build.path(),
-            Some(Err(std::io::Error::other("gone"))),
+            Some(Room::Free(Err(std::io::Error::other("gone")))),
         );
         assert!(matches!(
             unknown.event.outcome,
@@ -316,6 +377,50 @@ mod tests {
         assert!(free_bytes(build.path()).unwrap() > 0);
         let built = judge_compile(failed_with(0), build.path(), None);
         assert!(built.artifact_sha256.is_some());
+    }
+
+    #[test]
+    fn a_compiler_failing_on_a_full_remote_engine_disk_is_not_the_programs_failure() {
+        let build = tempfile::tempdir().unwrap();
+        let failed_saying = |stderr: &str, truncated: bool| InvocationEvent {
+            stderr: CapturedStream {
+                truncated,
+                ..CapturedStream::complete(stderr)
+            },
+            ..failed_with(1)
+        };
+        // The linker could not write to the engine's full disk; this host's
+        // disk has room, and says nothing about the engine's.
+        for words in [
+            "/usr/bin/ld: final link failed: No space left on device\n",
+            "go: write /build/main: no space left on device\n",
+            "error: Disk quota exceeded (os error 122)\n",
+        ] {
+            let event = failed_saying(words, false);
+            let remote = compile_event(event.clone(), build.path(), BuildDisk::Remote);
+            let Outcome::SandboxError { message } = &remote.event.outcome else {
+                panic!("{words}: {remote:?}");
+            };
+            assert!(message.contains("says the disk is full"), "{message}");
+            assert!(remote.case_event().unwrap().outcome.is_unproven());
+            // On this host, the measured free space decides (it has room).
+            let local = compile_event(event, build.path(), BuildDisk::Local);
+            assert_eq!(local.event.outcome, Outcome::Exited { exit_code: 1 });
+        }
+        // Output cut short: the words may be in what was dropped.
+        let cut = compile_event(
+            failed_saying("main.c:1: error: expected ';'\n", true),
+            build.path(),
+            BuildDisk::Remote,
+        );
+        assert!(matches!(cut.event.outcome, Outcome::SandboxError { .. }));
+        // A plain compile error, complete: the program's.
+        let plain = compile_event(
+            failed_saying("main.c:1: error: expected ';'\n", false),
+            build.path(),
+            BuildDisk::Remote,
+        );
+        assert_eq!(plain.event.outcome, Outcome::Exited { exit_code: 1 });
     }
 
     #[test]

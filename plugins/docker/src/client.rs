@@ -19,8 +19,8 @@ use crate::health::Unavailable;
 use crate::invocation::{self, InvocationContext, Next};
 use crate::options::{DockerOptions, OWNER_KIND};
 use crate::pool::{Lease, NoEngine, Pool, PooledEngine};
+use progscore_container::{BuildDisk, Workspace, compile_event};
 use progscore_container::{Load, Slot};
-use progscore_container::{Workspace, compile_event};
 use progscore_container::{shut_down, spawn_guarded};
 
 /// How many times one invocation runs again after the engine dropped it.
@@ -374,7 +374,7 @@ impl Inner {
             if measured {
                 "CPU time and memory measured"
             } else {
-                "nothing measured (cgroups not visible)"
+                "nothing measured (cgroups not visible): wall-clock timeouts undetermined"
             }
         );
         if pool.is_pool() {
@@ -658,7 +658,12 @@ impl Inner {
             {
                 event.outcome = Outcome::SandboxError { message };
             }
-            compile = Some(compile_event(event, build_dir));
+            // The build disk of an engine elsewhere is its own, unseen from here.
+            let disk = match engine_files {
+                Some(_) => BuildDisk::Remote,
+                None => BuildDisk::Local,
+            };
+            compile = Some(compile_event(event, build_dir, disk));
         }
         // A build that failed decides every case the same way.
         let failed_build = compile.as_ref().and_then(CompileEvent::case_event);

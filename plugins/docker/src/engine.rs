@@ -22,6 +22,10 @@ pub(crate) struct EngineFacts {
     pub cgroup_driver: Option<String>,
     /// `1` or `2`, as the engine reports it.
     pub cgroup_version: Option<String>,
+    /// Whether the engine remaps container users into a subordinate range
+    /// of the host's (`userns-remap`: its security options list
+    /// `name=userns`).
+    pub userns_remap: bool,
 }
 
 /// The image a profile pins, as the engine knows it.
@@ -49,6 +53,9 @@ pub struct EngineReport {
     pub problems: Vec<String>,
     /// Runtimes the engine lists.
     pub runtimes: Vec<String>,
+    /// What is measured of a program's time there, and what that costs
+    /// (`None` when the engine was not reached).
+    pub timing: Option<String>,
     /// One entry per profile.
     pub profiles: Vec<ProfileCheck>,
 }
@@ -109,7 +116,40 @@ impl EngineFacts {
                 .unwrap_or(1),
             cgroup_driver: info.cgroup_driver.as_ref().map(|d| d.to_string()),
             cgroup_version: info.cgroup_version.as_ref().map(|v| v.to_string()),
+            userns_remap: info
+                .security_options
+                .iter()
+                .flatten()
+                .any(|option| option.split(',').any(|field| field == "name=userns")),
         }
+    }
+
+    /// Refuses a profile with a compile step on an engine that remaps
+    /// users. Its build folder belongs to the profile's user as the host
+    /// numbers it (uid 65534 by default); under `userns-remap` the
+    /// container's user is another host uid (its subordinate range's start
+    /// plus 65534), which cannot write it, so every compile would fail as if
+    /// the program did not compile. Preparing the folder for the remapped
+    /// uid would need the remap user's ranges, which the engine does not
+    /// report and which only the engine's own host could tell: refused, with
+    /// the way out.
+    pub(crate) fn require_build_owner(&self, profile: &RuntimeProfile) -> Result<(), SandboxError> {
+        if profile.compile.is_none() || !self.userns_remap {
+            return Ok(());
+        }
+        let (uid, gid) = profile.user_ids();
+        Err(SandboxError::EngineUnsupported {
+            missing: format!(
+                "a build folder profile `{}`'s compile step can write",
+                profile.name
+            ),
+            hint: format!(
+                "the engine remaps container users (userns-remap), so the compile's user \
+                 {uid}:{gid} is another uid on the host than the one owning the build folder, \
+                 and every compile would fail as the program's compile error; run compiling \
+                 profiles on an engine without userns-remap"
+            ),
+        })
     }
 
     /// Refuses an engine that cannot enforce every limit.
@@ -285,6 +325,11 @@ pub(crate) fn report(
                 .map(|e| vec![e.to_string()])
                 .unwrap_or_default(),
             runtimes: facts.runtimes.clone(),
+            timing: Some(timing_note(
+                &pooled.options.endpoint,
+                facts,
+                pooled.connected().and_then(|e| e.cgroups.as_ref()),
+            )),
             profiles,
         },
         Err(err) => EngineReport {
@@ -295,7 +340,95 @@ pub(crate) fn report(
             engine_ok: false,
             problems: vec![err.to_string()],
             runtimes: Vec::new(),
+            timing: None,
             profiles,
         },
+    }
+}
+
+/// What `doctor` says of an engine's clock: whether a program's CPU time and
+/// CPU waits are measured there, and what it costs when not.
+pub(crate) fn timing_note(
+    endpoint: &crate::options::Endpoint,
+    facts: &EngineFacts,
+    cgroups: Option<&progscore_container::Cgroups>,
+) -> String {
+    match cgroups {
+        Some(_) => "CPU time, CPU waits and peak memory measured: a wall-clock timeout under \
+            load is given back the time the program waited for a CPU, and proven or confirmed \
+            alone; a program whose processes or threads exited during its window has their waits \
+            unknown, so its wall-clock timeout is proven only by the CPU it used, else \
+            undetermined (`unconfirmed_timeout`), never `false`"
+            .into(),
+        None => {
+            let why = match endpoint {
+                crate::options::Endpoint::Unix(_) => match facts.cgroup_driver.as_deref() {
+                    Some("cgroupfs") => "this process does not see the engine's cgroup \
+                        hierarchies (another cgroup namespace?)"
+                        .to_string(),
+                    driver => format!(
+                        "the engine uses the {} cgroup driver; progscore reads cgroupfs ones",
+                        driver.unwrap_or("unknown")
+                    ),
+                },
+                _ => "the engine is not on this host".into(),
+            };
+            format!(
+                "CPU time and CPU waits NOT measured ({why}): a wall-clock timeout there is \
+                 never proven, whatever else runs, so it is undetermined (`unconfirmed_timeout`), \
+                 never `false`; limits.cpu_time needs the cgroups too. Prove timeouts on an \
+                 engine beside progscore with the cgroupfs driver"
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(security_options: &[&str]) -> EngineFacts {
+        let info = SystemInfo {
+            memory_limit: Some(true),
+            swap_limit: Some(true),
+            cpu_cfs_quota: Some(true),
+            pids_limit: Some(true),
+            security_options: Some(security_options.iter().map(|o| o.to_string()).collect()),
+            ..SystemInfo::default()
+        };
+        EngineFacts::from_info(&info, "20.10.24", "1.41")
+    }
+
+    fn profile(compile: bool) -> RuntimeProfile {
+        let mut spec = serde_json::json!({
+            "backend": "docker",
+            "image": format!("sha256:{}", "a".repeat(64)),
+            "command": ["/build/main"],
+        });
+        if compile {
+            spec["source"] = "main.c".into();
+            spec["compile"] = serde_json::json!(["gcc", "-o", "/build/main", "/sandbox/main.c"]);
+        }
+        let spec: progscore_sandbox::ProfileSpec = serde_json::from_value(spec).unwrap();
+        RuntimeProfile::from_spec("c", &spec, std::path::Path::new(".")).unwrap()
+    }
+
+    #[test]
+    fn an_engine_remapping_users_refuses_compiling_profiles_with_the_reason() {
+        // As Docker 20.10 reports an engine started with --userns-remap=default.
+        let remapped = facts(&["name=seccomp,profile=default", "name=userns"]);
+        assert!(remapped.userns_remap);
+        let err = remapped.require_build_owner(&profile(true)).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains("profile `c`'s compile step") && message.contains("userns-remap"),
+            "{message}"
+        );
+        // Nothing to build: nothing to refuse.
+        assert!(remapped.require_build_owner(&profile(false)).is_ok());
+        // An engine without it builds as before.
+        let plain = facts(&["name=seccomp,profile=default", "name=apparmor"]);
+        assert!(!plain.userns_remap);
+        assert!(plain.require_build_owner(&profile(true)).is_ok());
     }
 }

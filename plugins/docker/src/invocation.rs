@@ -462,7 +462,7 @@ impl Lifecycle<'_, '_> {
         let cpu_wait = || {
             measured
                 .and_then(|cgroup| cgroup.sample_waits(&created.id))
-                .map(|now| now.excess_since(&waits_at_start.clone().unwrap_or_default()))
+                .and_then(|now| now.excess_since(&waits_at_start.clone().unwrap_or_default()))
         };
         let end = loop {
             tokio::select! {

@@ -198,6 +198,7 @@ impl PooledEngine {
         };
         engine.facts.require_limits()?;
         engine.facts.require_runtime(profile)?;
+        engine.facts.require_build_owner(profile)?;
         if profile.limits.cpu_time_ms.is_some() && engine.cgroups.is_none() {
             return Err(SandboxError::EngineUnsupported {
                 missing: format!("profile `{}`'s limits.cpu_time", profile.name),
@@ -298,8 +299,8 @@ impl PooledEngine {
                 if cgroups.is_none() {
                     tracing::warn!(
                         "cannot find the cgroups of the Docker engine {} from this process \
-                         (driver {:?}): CPU time and peak memory are not measured, and timeouts \
-                         under load are confirmed by running alone",
+                         (driver {:?}): CPU time, CPU waits and peak memory are not measured, so \
+                         a wall-clock timeout there is never proven (undetermined, not false)",
                         self.health.described(),
                         facts.cgroup_driver
                     );

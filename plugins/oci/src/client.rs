@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_container::{
-    Cgroups, Load, Slot, Workspace, compile_event, shut_down, spawn_guarded,
+    BuildDisk, Cgroups, Load, Slot, Workspace, compile_event, shut_down, spawn_guarded,
 };
 use progscore_sandbox::{
     Backend, BoxFuture, CompileEvent, Invocation, InvocationEvent, Owner, Preflight, ProgramRun,
@@ -359,7 +359,7 @@ impl Inner {
                 let (event, _) = self
                     .run_invocation(&compile_context, 0, &Invocation::default(), &mut warnings)
                     .await;
-                Some(compile_event(event, build_dir))
+                Some(compile_event(event, build_dir, BuildDisk::Local))
             }
             None => None,
         };

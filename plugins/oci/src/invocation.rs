@@ -396,7 +396,7 @@ impl Lifecycle<'_, '_> {
         let cpu_wait = || {
             cgroup
                 .sample_waits(LEAF)
-                .map(|now| now.excess_since(&waits_at_start.clone().unwrap_or_default()))
+                .and_then(|now| now.excess_since(&waits_at_start.clone().unwrap_or_default()))
         };
         let end = match early_exit {
             Some(status) => WindowEnd::Exited(status),

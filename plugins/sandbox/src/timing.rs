@@ -6,12 +6,13 @@
 //! CPU while ready to run; that time is the machine's, not the program's. So
 //! every backend applies the same rule, from what it can measure:
 //!
-//! 1. **Fair time.** The program's clock is wall time minus the time its
-//!    threads waited for a CPU beyond their own CPU quota (summed over
-//!    threads, which errs towards more time, never less). When the wall
-//!    limit fires, the program gets the time it lost, again and again, until
-//!    it has had its limit in fair time, or its window reaches
-//!    [`MAX_STRETCH`] times the limit.
+//! 1. **Fair time.** The program's clock is wall time minus the time it
+//!    waited for a CPU beyond its own CPU quota (every task's waits,
+//!    including tasks that already exited: a backend that cannot count
+//!    those reports the waits as not measured; an over-count errs towards
+//!    more time, never less). When the wall limit fires, the program gets the
+//!    time it lost, again and again, until it has had its limit in fair
+//!    time, or its window reaches [`MAX_STRETCH`] times the limit.
 //! 2. **Proven.** A timeout is proven when the program had (nearly, see
 //!    [`FAIR_SHARE`]) its limit in fair time, or used nearly its promised CPU
 //!    (`min(cpus, 1)` × the limit: one busy thread's worth), unless it was
@@ -20,8 +21,15 @@
 //! 3. **Otherwise** the timeout is not proven. The backend runs the invocation
 //!    again with no other program of its own beside it, under the same rule;
 //!    if even then it is not proven, it stays unconfirmed and decides
-//!    nothing. Without measurements, a timeout is proven when the backend ran
-//!    no more programs than CPUs, or when the program ran alone.
+//!    nothing.
+//! 4. **Not measured.** Without a measurement of the program's CPU waits
+//!    (an engine whose cgroups this process cannot see: another host, the
+//!    systemd cgroup driver, a cgroup namespace), only the CPU it used can
+//!    prove a wall-clock timeout. How many programs the backend itself runs
+//!    says nothing about what else the machine runs (another progscore, any
+//!    CPU hog), so running alone proves nothing either: such a timeout is
+//!    unconfirmed at once ([`CpuWindow::oversubscribed`] only words its
+//!    reason).
 //!
 //! A CPU-time limit (`limits.cpu_time`) does not depend on load: exceeding it
 //! is always proven.
@@ -54,7 +62,8 @@ pub struct CpuWindow {
     /// Whether it was writing output near the end of the window.
     pub output_active: bool,
     /// Whether more programs than CPUs were running beside it (the backend's
-    /// own count; used when nothing else was measured).
+    /// own count). It never proves a timeout: other processes are not
+    /// counted. It only says why an unmeasured timeout is not believed.
     pub oversubscribed: bool,
 }
 
@@ -94,34 +103,38 @@ impl CpuWindow {
         if got_its_cpu {
             return TimeoutProof::Proven;
         }
-        let had_its_time = self.cpu_wait.map(|wait| {
-            self.elapsed.saturating_sub(wait).as_secs_f64() >= FAIR_SHARE * self.limit.as_secs_f64()
-        });
-        let fair = match had_its_time {
-            Some(had) => had && !self.output_active,
-            None => !self.oversubscribed && !self.output_active,
-        };
-        if fair || (alone && had_its_time != Some(false)) {
-            return TimeoutProof::Proven;
-        }
-        let why = if had_its_time == Some(true) {
-            format!(
-                "it was still writing output, which a busy reader can hold up ({})",
-                self.describe(promised)
-            )
-        } else if had_its_time.is_none() {
-            format!(
-                "more programs than CPUs were running ({})",
-                self.describe(promised)
-            )
-        } else {
-            self.describe(promised)
-        };
         let what = format!(
             "it was stopped at its {} ms limit after {} ms",
             self.limit.as_millis(),
             self.elapsed.as_millis()
         );
+        let Some(wait) = self.cpu_wait else {
+            // Nothing says the machine gave it its time: running alone
+            // would not either (other processes are not held).
+            let beside = if self.oversubscribed {
+                "; more programs than CPUs were running"
+            } else {
+                ""
+            };
+            return TimeoutProof::Unconfirmed(format!(
+                "{what}, and its CPU waits could not be measured on this engine ({}{beside}): \
+                 a wall-clock timeout is not proven there (a CPU-time limit would be)",
+                self.describe(promised)
+            ));
+        };
+        let had_its_time = self.elapsed.saturating_sub(wait).as_secs_f64()
+            >= FAIR_SHARE * self.limit.as_secs_f64();
+        if had_its_time && (alone || !self.output_active) {
+            return TimeoutProof::Proven;
+        }
+        let why = if had_its_time {
+            format!(
+                "it was still writing output, which a busy reader can hold up ({})",
+                self.describe(promised)
+            )
+        } else {
+            self.describe(promised)
+        };
         if alone {
             TimeoutProof::Unconfirmed(format!(
                 "{what}, and even running alone it {why}; the machine is too busy to tell a slow \
@@ -145,7 +158,7 @@ impl CpuWindow {
             parts.push(format!("waited {} ms for a CPU", wait.as_millis()));
         }
         if parts.is_empty() {
-            "could not be measured".into()
+            "nothing was measured".into()
         } else {
             parts.join(" and ")
         }
@@ -234,11 +247,51 @@ mod tests {
     }
 
     #[test]
-    fn without_measurements_only_oversubscription_decides() {
+    fn without_measured_waits_a_wall_timeout_is_never_proven_by_the_backends_own_count() {
+        // Another progscore, or any CPU hog, is not in this process's count:
+        // neither few programs of its own nor running alone proves anything.
         let mut blind = window(1000, None, None);
-        assert!(matches!(blind.judge(1.0, false), TimeoutProof::Confirm(_)));
-        assert_eq!(blind.judge(1.0, true), TimeoutProof::Proven);
-        blind.oversubscribed = false;
-        assert_eq!(blind.judge(1.0, false), TimeoutProof::Proven);
+        for oversubscribed in [false, true] {
+            blind.oversubscribed = oversubscribed;
+            for alone in [false, true] {
+                let TimeoutProof::Unconfirmed(why) = blind.judge(1.0, alone) else {
+                    panic!(
+                        "unmeasured, oversubscribed {oversubscribed}, alone {alone}: not proven"
+                    );
+                };
+                assert!(why.contains("could not be measured"), "{why}");
+            }
+        }
+        // CPU time measured, waits not: a sleeper (or a starved program)
+        // stays unconfirmed, ...
+        let idle = window(1000, Some(30), None);
+        assert!(matches!(
+            idle.judge(1.0, true),
+            TimeoutProof::Unconfirmed(_)
+        ));
+        // ... but a program that used its promised CPU is proven: what it
+        // used is its own, whatever else ran.
+        assert_eq!(
+            window(1000, Some(950), None).judge(1.0, false),
+            TimeoutProof::Proven
+        );
+    }
+
+    #[test]
+    fn measured_waits_decide_whatever_the_backends_own_count() {
+        // A sleeper with its waits measured is proven even when the backend
+        // counted more programs than CPUs.
+        let sleeper = window(1000, Some(30), Some(5));
+        assert!(sleeper.oversubscribed);
+        assert_eq!(sleeper.judge(1.0, false), TimeoutProof::Proven);
+        // Waits without CPU time still tell fair time.
+        assert_eq!(
+            window(1000, None, Some(5)).judge(1.0, false),
+            TimeoutProof::Proven
+        );
+        assert!(matches!(
+            window(1000, None, Some(600)).judge(1.0, false),
+            TimeoutProof::Confirm(_)
+        ));
     }
 }

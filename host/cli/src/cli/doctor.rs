@@ -97,6 +97,9 @@ pub async fn run(config: &Config, args: DoctorArgs) -> anyhow::Result<u8> {
             for problem in &report.problems {
                 println!("  problem: {problem}");
             }
+            if let Some(timing) = &report.timing {
+                println!("  timing: {timing}");
+            }
             for check in &report.profiles {
                 let mark = if check.ok { "ok  " } else { "FAIL" };
                 println!("  [{mark}] profile {}: {}", check.profile, check.detail);
