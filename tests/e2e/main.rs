@@ -7,6 +7,7 @@ mod scoring_common;
 mod engines;
 mod languages;
 mod leases;
+mod pipes;
 mod report;
 mod run;
 mod score;
