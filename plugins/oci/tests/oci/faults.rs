@@ -80,15 +80,15 @@ async fn remove_cgroup(owner: &str, name: &str) {
     }
 }
 
-/// How one invocation is hit.
+/// How one invocation is hit: SIGKILL to its processes.
 #[derive(Clone, Copy, Debug)]
 enum Fault {
     /// SIGKILL to every process of the invocation.
-    KillAll,
+    All,
     /// The same, then its cgroup removed.
-    KillAndRemoveCgroup,
+    AllAndCgroup,
     /// runsc: SIGKILL to the file server (gofer) alone.
-    KillFileServer,
+    FileServer,
 }
 
 /// Hits every invocation of `owner` once its program runs (its process
@@ -111,21 +111,21 @@ async fn hit_while_running(owner: String, runsc: bool, done: Arc<AtomicBool>) ->
                 continue;
             }
             let fault = match (dealt.len() % 3, runsc) {
-                (0, _) => Fault::KillAll,
-                (1, _) => Fault::KillAndRemoveCgroup,
-                (_, true) => Fault::KillFileServer,
-                (_, false) => Fault::KillAll,
+                (0, _) => Fault::All,
+                (1, _) => Fault::AllAndCgroup,
+                (_, true) => Fault::FileServer,
+                (_, false) => Fault::All,
             };
             match fault {
-                Fault::KillAll | Fault::KillAndRemoveCgroup => {
+                Fault::All | Fault::AllAndCgroup => {
                     procs.iter().for_each(|(pid, _)| kill(*pid));
                 }
-                Fault::KillFileServer => procs
+                Fault::FileServer => procs
                     .iter()
                     .filter(|(_, cmd)| cmd.starts_with("runsc-gofer"))
                     .for_each(|(pid, _)| kill(*pid)),
             }
-            if matches!(fault, Fault::KillAndRemoveCgroup) {
+            if matches!(fault, Fault::AllAndCgroup) {
                 remove_cgroup(&owner, &name).await;
             }
             hit.insert(name);
