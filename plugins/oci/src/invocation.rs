@@ -9,6 +9,17 @@
 //! process was let go to exec the program (runsc once its sandbox is up).
 //! The runtime is the container's parent and exits with its status
 //! (128 + signal when it was killed); an OOM kill is read from the cgroup.
+//!
+//! That status is the program's only when the runtime shows it is: not when
+//! the runtime logged its own failure, not when the invocation's cgroup was
+//! removed from outside, and under runsc only when the sandbox noted the same
+//! exit itself. Under runc, 137 that neither progscore's kill nor the memory
+//! limit explains is a SIGKILL from outside (PID 1 cannot SIGKILL itself) or
+//! the program's own `exit(137)`: `runc run` reports both alike, so such a run
+//! proves nothing (a sandbox error). Telling them apart would need the
+//! container's wait status itself, i.e. `runc create`/`start` with progscore
+//! as the child subreaper reaping the container's init (as containerd's
+//! shims do), which makes every orphan of the process progscore's to reap.
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
