@@ -738,7 +738,16 @@ async fn exit_137_and_a_self_kill_stay_exits(kind: Kind) {
     // 137 is what a memory kill looks like, but only the container's state
     // says a memory kill happened: these are the program's own exits.
     let run137 = run(kind, "import sys\nsys.exit(137)\n", Invocation::default()).await;
-    assert_eq!(run137.events[0].outcome, Outcome::Exited { exit_code: 137 });
+    match (kind, &run137.events[0].outcome) {
+        // `runc run` reports the program's exit(137) as it reports a SIGKILL
+        // from outside the sandbox (which PID 1 cannot send itself): the two
+        // cannot be told apart, and the run proves nothing.
+        (Kind::OciRunc, Outcome::SandboxError { message }) => {
+            not_supported(kind, "an exit(137)", "it is a sandbox error");
+            assert!(message.contains("cannot tell apart"), "{message}");
+        }
+        (_, outcome) => assert_eq!(*outcome, Outcome::Exited { exit_code: 137 }, "{kind:?}"),
+    }
     let program = "import os, signal\ntry:\n    os.kill(os.getpid(), signal.SIGKILL)\n    print('survived')\nexcept Exception as e:\n    print('no signals', type(e).__name__)\n";
     let killed = run(kind, program, Invocation::default()).await;
     match kind {

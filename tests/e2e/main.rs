@@ -8,6 +8,7 @@ mod engines;
 mod kills;
 mod languages;
 mod leases;
+mod pipes;
 mod report;
 mod run;
 mod score;

@@ -11,11 +11,18 @@ fn main() -> ExitCode {
     if let Some(code) = progscore_wasi::worker::run_if_requested() {
         return code;
     }
-    // Die quietly on a closed pipe (`progscore profiles | head`) like other
-    // command-line tools, instead of panicking in println!.
-    // SAFETY: setting a signal disposition to the default before any thread starts.
+    // A closed pipe ends progscore only when it is its own standard output
+    // (`progscore profiles | head`), quietly, as other command-line tools do.
+    // Any other closed pipe (a program's stdin it did not read, a worker that
+    // died, an engine's connection) is an error the write returns.
+    // SAFETY: installs a handler that only calls async-signal-safe functions,
+    // before any thread starts.
     unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigpipe as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGPIPE, &action, std::ptr::null_mut());
     }
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -43,4 +50,26 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(cli::dispatch(args));
     ExitCode::from(code)
+}
+
+/// SIGPIPE: the write that raised it gets EPIPE, unless progscore's own
+/// standard output is the broken pipe; then progscore dies of the signal, as
+/// with its default action (status 141 in a shell, nothing printed).
+extern "C" fn on_sigpipe(_: libc::c_int) {
+    let mut stdout = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: poll, signal and raise are async-signal-safe; `stdout` is a
+    // valid pollfd. The raised signal is blocked inside this handler and
+    // delivered, with its default action, when the handler returns.
+    unsafe {
+        if libc::poll(&mut stdout, 1, 0) == 1
+            && stdout.revents & (libc::POLLERR | libc::POLLHUP) != 0
+        {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::raise(libc::SIGPIPE);
+        }
+    }
 }

@@ -9,6 +9,17 @@
 //! process was let go to exec the program (runsc once its sandbox is up).
 //! The runtime is the container's parent and exits with its status
 //! (128 + signal when it was killed); an OOM kill is read from the cgroup.
+//!
+//! That status is the program's only when the runtime shows it is: not when
+//! the runtime logged its own failure, not when the invocation's cgroup was
+//! removed from outside, and under runsc only when the sandbox noted the same
+//! exit itself. Under runc, 137 that neither progscore's kill nor the memory
+//! limit explains is a SIGKILL from outside (PID 1 cannot SIGKILL itself) or
+//! the program's own `exit(137)`: `runc run` reports both alike, so such a run
+//! proves nothing (a sandbox error). Telling them apart would need the
+//! container's wait status itself, i.e. `runc create`/`start` with progscore
+//! as the child subreaper reaping the container's init (as containerd's
+//! shims do), which makes every orphan of the process progscore's to reap.
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -26,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bundle::{self, Placement};
 use crate::options::OciOptions;
-use crate::runtime::OciRuntime;
+use crate::runtime::{OciRuntime, RuntimeKind};
 
 /// How often the runtime's pid file is looked for while the container starts.
 const START_POLL: Duration = Duration::from_millis(2);
@@ -34,6 +45,10 @@ const START_POLL: Duration = Duration::from_millis(2);
 const KILL_RETRY: Duration = Duration::from_millis(200);
 /// The container's own cgroup, below the invocation's.
 const LEAF: &str = "ctr";
+/// The folder in a bundle where runsc's processes write their logs: each
+/// notes its own exit there, which is how a sandbox that ended on its own is
+/// told from one killed from outside.
+const SANDBOX_LOGS: &str = "sandbox-logs";
 /// The file in a bundle that names the runtime that ran it, `<name>\n<binary>`
 /// (for the sweep).
 pub(crate) const RUNTIME_MARKER: &str = "runtime";
@@ -246,6 +261,9 @@ pub(crate) async fn remove(
     {
         problems.push(format!("failed to remove container {name}: {e}"));
     }
+    if let Err(e) = context.runtime.remove_stale_locks(name) {
+        problems.push(format!("failed to remove container {name}: {e}"));
+    }
     // What the runtime left running in the cgroup (an init whose `run` was
     // killed during its start): killed, and given a moment to exit.
     for _ in 0..100 {
@@ -298,7 +316,15 @@ impl Lifecycle<'_, '_> {
         let mut command = runtime.command();
         command
             .arg("--log")
-            .arg(self.bundle_dir.join("runtime.log"))
+            .arg(self.bundle_dir.join("runtime.log"));
+        if runtime.kind == RuntimeKind::Runsc {
+            let logs = self.bundle_dir.join(SANDBOX_LOGS);
+            std::fs::create_dir(&logs)
+                .map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
+            // Info level: a few kilobytes per process, with its exit status.
+            command.arg(format!("--debug-log={}/", logs.display()));
+        }
+        command
             .args(["run", "--bundle"])
             .arg(self.bundle_dir)
             .arg("--pid-file")
@@ -326,6 +352,7 @@ impl Lifecycle<'_, '_> {
         );
         tokio::pin!(io);
         let mut io_done = false;
+        let mut io_failed = None;
 
         // The container starts: the program's clock starts once the runtime
         // released it.
@@ -346,7 +373,10 @@ impl Lifecycle<'_, '_> {
                     early_exit = Some(status);
                     break;
                 }
-                () = &mut io, if !io_done => io_done = true,
+                read = &mut io, if !io_done => {
+                    io_done = true;
+                    io_failed = read.err();
+                }
                 () = &mut start_deadline => {
                     self.kill_and_reap(&mut child).await;
                     return Err(format!(
@@ -406,7 +436,10 @@ impl Lifecycle<'_, '_> {
                     () = token.cancelled() => break WindowEnd::Cancelled,
                     status = child.wait() => break WindowEnd::Exited(status),
                     // The streams may end before the program does.
-                    () = &mut io, if !io_done => io_done = true,
+                    read = &mut io, if !io_done => {
+                    io_done = true;
+                    io_failed = read.err();
+                }
                     () = &mut deadline => {
                         // Time the program waited for a CPU is given back.
                         let more = cpu_wait().and_then(|wait| {
@@ -479,34 +512,79 @@ impl Lifecycle<'_, '_> {
         drop(running);
 
         // The program has ended: its output must end too, within the bound.
-        if !io_done && tokio::time::timeout(bound, &mut io).await.is_err() {
+        if !io_done {
+            match tokio::time::timeout(bound, &mut io).await {
+                Ok(read) => io_failed = read.err(),
+                Err(_) => {
+                    return Err(format!(
+                        "the output of container {} did not end within {bound:?} of its exit",
+                        self.name
+                    ));
+                }
+            }
+        }
+        // Output cut short by a read error is not the program's whole output.
+        if let Some(e) = io_failed {
             return Err(format!(
-                "the output of container {} did not end within {bound:?} of its exit",
+                "reading the output of container {}: {e}",
                 self.name
             ));
         }
 
         let status = status.map_err(|e| format!("waiting for {}: {e}", runtime.name))?;
-        let outcome = if oom.fired() {
+        let Some(code) = status.code() else {
+            return Err(format!(
+                "{} running container {} was ended by a signal ({status}): {}",
+                runtime.name,
+                self.name,
+                self.runtime_log()
+            ));
+        };
+        // The invocation's cgroup is progscore's until the removal below:
+        // gone now, it was removed from outside, and with it the OOM record
+        // (cgroup v1 even signals its removal as an OOM event).
+        if cgroup.peak_memory().is_none() {
+            return Err(format!(
+                "the cgroup of container {} was removed from outside while it ran",
+                self.name
+            ));
+        }
+        // Read once: a v1 notification is consumed by its read.
+        let oom_killed = oom.fired();
+        let killed_by_us = timed_out.is_some() && code == 137;
+        // An OOM kill under runsc may hit the sandbox itself: its outcome is
+        // the limit's whatever the sandbox noted.
+        if !killed_by_us && !oom_killed {
+            self.runtime_ended_on_its_own(code).await?;
+        }
+        let outcome = if oom_killed {
             Outcome::MemoryLimit
         } else {
-            match (timed_out, status.code()) {
+            match timed_out {
                 // Killed by us (SIGKILL): the limit's outcome.
-                (Some(timed_out), Some(137)) => timed_out,
-                // Exited on its own before the kill landed.
-                (_, Some(exit_code)) => {
+                Some(timed_out) if killed_by_us => timed_out,
+                // 137 is 128 + SIGKILL. Under runc the program is PID 1 of
+                // its namespace, which cannot SIGKILL itself, so that kill
+                // came from outside (no limit of the program's caused it);
+                // but `runc run` reports a program's own `exit(137)` with
+                // the same status, and nothing else here tells the two
+                // apart: the run proves nothing. (runsc: the sandbox's own
+                // exit was checked above, and a program can SIGKILL itself
+                // there.)
+                _ if code == 137 && runtime.kind != RuntimeKind::Runsc => {
+                    return Err(format!(
+                        "container {} ended with status 137 (SIGKILL) that neither progscore \
+                         nor a limit of the program sent: a kill from outside the sandbox, \
+                         which {} cannot tell apart from the program's own exit(137)",
+                        self.name, runtime.name
+                    ));
+                }
+                // Exited on its own (before the kill landed, if there was one).
+                _ => {
                     confirm = None;
                     Outcome::Exited {
-                        exit_code: i64::from(exit_code),
+                        exit_code: i64::from(code),
                     }
-                }
-                (_, None) => {
-                    return Err(format!(
-                        "{} running container {} was ended by a signal ({status}): {}",
-                        runtime.name,
-                        self.name,
-                        self.runtime_log()
-                    ));
                 }
             }
         };
@@ -568,6 +646,81 @@ impl Lifecycle<'_, '_> {
         }
     }
 
+    /// Whether the status `code` the runtime exited with is the program's:
+    /// the runtime itself did not fail, and (runsc) the sandbox ended on its
+    /// own. runc logs nothing on a run that works, so an error in its log is
+    /// its own failure. runsc's sandbox notes its exit status in its log; one
+    /// killed from outside notes nothing, and the status it noted must be the
+    /// one runsc reported. A file server (gofer) killed from outside makes
+    /// the sandbox SIGKILL the program, which it logs before the program's
+    /// death; a program's own SIGKILL is logged before the file server's
+    /// disconnection (measured, runsc 2022-12-19).
+    async fn runtime_ended_on_its_own(&self, code: i32) -> Result<(), String> {
+        let runtime = self.context.runtime;
+        if runtime.kind != RuntimeKind::Runsc {
+            let log =
+                std::fs::read_to_string(self.bundle_dir.join("runtime.log")).unwrap_or_default();
+            let failed = log.lines().any(|line| {
+                [
+                    "level=error",
+                    "level=fatal",
+                    "\"level\":\"error\"",
+                    "\"level\":\"fatal\"",
+                ]
+                .iter()
+                .any(|mark| line.contains(mark))
+            });
+            return if failed {
+                Err(format!(
+                    "{} failed while it ran container {} (exit status {code}, not the \
+                     program's): {}",
+                    runtime.name,
+                    self.name,
+                    self.runtime_log()
+                ))
+            } else {
+                Ok(())
+            };
+        }
+        let logs = self.bundle_dir.join(SANDBOX_LOGS);
+        // runsc may exit before its sandbox has noted its own exit: that
+        // note is waited for while the process lives (bounded).
+        let deadline = Instant::now() + self.context.options.runtime_timeout;
+        let sandbox = loop {
+            let noted = exit_noted(&logs, BOOT_LOG);
+            if noted.is_some()
+                || !runsc_process_alive(&logs, "runsc-sandbox")
+                || Instant::now() >= deadline
+            {
+                break noted;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        match sandbox {
+            Some(status) if wait_status_code(status) != code => Err(format!(
+                "runsc exited {code} while the gVisor sandbox of container {} noted exit \
+                 status {}: runsc failed",
+                self.name,
+                wait_status_code(status)
+            )),
+            // The sandbox kills the program with SIGKILL when its file
+            // server goes away: a SIGKILL the program did not send itself.
+            Some(status) if status & 0x7f == libc::SIGKILL && file_server_lost_first(&logs) => {
+                Err(format!(
+                    "the file server of the gVisor sandbox of container {} went away while the \
+                 program ran (killed from outside), and the sandbox killed the program",
+                    self.name
+                ))
+            }
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "the gVisor sandbox of container {} did not end on its own (runsc exited \
+                 {code}, the sandbox noted no exit): killed from outside, or runsc failed",
+                self.name
+            )),
+        }
+    }
+
     /// The runtime's own log, last lines, for a sandbox error's message.
     fn runtime_log(&self) -> String {
         let log = std::fs::read_to_string(self.bundle_dir.join("runtime.log")).unwrap_or_default();
@@ -581,7 +734,7 @@ impl Lifecycle<'_, '_> {
 }
 
 /// Feeds stdin (then closes it, so the program sees EOF) while draining both
-/// output streams, until both end.
+/// output streams, until both end; an error reading either is returned.
 async fn feed_and_drain(
     input: Option<tokio::process::ChildStdin>,
     stdin: Option<Vec<u8>>,
@@ -590,36 +743,43 @@ async fn feed_and_drain(
     stdout: &mut StreamCapture,
     stderr: &mut StreamCapture,
     last_output: &std::sync::Mutex<Option<Instant>>,
-) {
+) -> Result<(), String> {
     let feed = async move {
         if let (Some(mut input), Some(bytes)) = (input, stdin) {
-            // A program may exit without reading its input: a failed write
-            // is its business, not a sandbox fault.
+            // A program may exit without reading its input: the write then
+            // fails (EPIPE; progscore does not die of SIGPIPE), which is the
+            // program's business, not a sandbox fault.
             if let Err(err) = input.write_all(&bytes).await {
                 tracing::debug!("stdin write ended early: {err}");
             }
             let _closed = input.shutdown().await;
         }
     };
-    tokio::join!(
+    let ((), out, err) = tokio::join!(
         feed,
         drain(out, stdout, last_output),
         drain(err, stderr, last_output)
     );
+    out.map_err(|e| format!("stdout: {e}"))?;
+    err.map_err(|e| format!("stderr: {e}"))
 }
 
+/// Reads a stream to its end. A read error is returned, never taken as the
+/// end: what was read so far may not be all the program wrote.
 async fn drain(
     stream: Option<impl AsyncRead + Unpin>,
     capture: &mut StreamCapture,
     last_output: &std::sync::Mutex<Option<Instant>>,
-) {
+) -> std::io::Result<()> {
     let Some(mut stream) = stream else {
-        return;
+        return Ok(());
     };
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
         match stream.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
             Ok(read) => {
                 capture.push(&buffer[..read]);
                 if let Ok(mut last) = last_output.lock() {
@@ -627,6 +787,68 @@ async fn drain(
                 }
             }
         }
+    }
+}
+
+/// The log of runsc's sandbox process (the Sentry), by its file name's end.
+const BOOT_LOG: &str = ".boot.txt";
+
+/// Whether runsc's sandbox lost its file server before the program died of
+/// a signal: then the signal was the sandbox's response, not the program's.
+fn file_server_lost_first(logs: &Path) -> bool {
+    let text = log_of(logs, BOOT_LOG).unwrap_or_default();
+    let position = |mark: &str| text.lines().position(|line| line.contains(mark));
+    match (
+        position("Gofer socket disconnected"),
+        position("Uncaught signal"),
+    ) {
+        (Some(lost), Some(died)) => lost < died,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
+/// The text of the runsc log whose file name ends with `suffix`.
+fn log_of(logs: &Path, suffix: &str) -> Option<String> {
+    let file = std::fs::read_dir(logs)
+        .ok()?
+        .flatten()
+        .find(|entry| entry.file_name().to_string_lossy().ends_with(suffix))?;
+    std::fs::read_to_string(file.path()).ok()
+}
+
+/// The wait status a runsc process noted as its exit, from the log of the
+/// process whose file name ends with `suffix` (`.boot.txt`, `.gofer.txt`).
+fn exit_noted(logs: &Path, suffix: &str) -> Option<i32> {
+    log_of(logs, suffix)?
+        .lines()
+        .rev()
+        .find_map(|line| line.split_once("Exiting with status: "))
+        .and_then(|(_, status)| status.trim().parse().ok())
+}
+
+/// Whether a runsc process (`argv0`) writing its log into `logs` still runs:
+/// its command line names that folder, which is this invocation's alone.
+/// (Once it has gone, what it noted before its exit is in its log.)
+fn runsc_process_alive(logs: &Path, argv0: &str) -> bool {
+    let flag = format!("--debug-log={}/", logs.display());
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    processes.flatten().any(|process| {
+        let cmdline = std::fs::read(process.path().join("cmdline")).unwrap_or_default();
+        let mut args = cmdline.split(|b| *b == 0);
+        args.next() == Some(argv0.as_bytes()) && args.any(|arg| arg == flag.as_bytes())
+    })
+}
+
+/// The exit code a shell (and runsc) gives a wait status: the code, or 128 +
+/// the signal.
+fn wait_status_code(status: i32) -> i32 {
+    if status & 0x7f != 0 {
+        128 + (status & 0x7f)
+    } else {
+        (status >> 8) & 0xff
     }
 }
 

@@ -122,15 +122,44 @@ impl OciRuntime {
         self.quiet(command, "delete", id, bound).await
     }
 
-    /// Whether the runtime still holds state for the container `id`.
+    /// Whether the runtime still holds state for the container `id` (a lock
+    /// file alone is no state: see [`OciRuntime::remove_stale_locks`]).
     pub(crate) fn has_state(&self, id: &str) -> bool {
+        self.state_entries(id)
+            .iter()
+            .any(|name| !name.ends_with(".lock"))
+    }
+
+    /// Removes the lock files of the container `id` once it has no other
+    /// state: runsc leaves `<id>_sandbox:<id>.lock` behind when its sandbox
+    /// was killed from outside, and nothing else would remove it.
+    pub(crate) fn remove_stale_locks(&self, id: &str) -> Result<(), String> {
+        if self.has_state(id) {
+            return Ok(());
+        }
+        for name in self.state_entries(id) {
+            let path = self.state_root.join(&name);
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(format!("cannot remove {}: {e}", path.display()));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The names in the state root that name the container `id`.
+    fn state_entries(&self, id: &str) -> Vec<String> {
         std::fs::read_dir(&self.state_root)
             .map(|entries| {
                 entries
                     .flatten()
-                    .any(|e| e.file_name().to_string_lossy().contains(id))
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.contains(id))
+                    .collect()
             })
-            .unwrap_or(false)
+            .unwrap_or_default()
     }
 
     async fn quiet(

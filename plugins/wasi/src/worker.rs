@@ -201,9 +201,18 @@ impl Drop for WorkerPool {
 impl Worker {
     /// Sends one request and reads its reply (blocking).
     pub(crate) fn exchange(&mut self, request: &GuestRequest) -> io::Result<GuestReply> {
-        serde_json::to_writer(&mut self.stdin, request).map_err(io::Error::other)?;
-        self.stdin.write_all(b"\n")?;
-        self.stdin.flush()?;
+        // A worker that died meanwhile closed its end: the write fails with
+        // EPIPE (progscore does not die of SIGPIPE), a sandbox error.
+        let sent = serde_json::to_writer(&mut self.stdin, request)
+            .map_err(io::Error::other)
+            .and_then(|()| self.stdin.write_all(b"\n"))
+            .and_then(|()| self.stdin.flush());
+        if let Err(e) = sent {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("writing to the worker process ({}): {e}", self.status()),
+            ));
+        }
         let mut line = String::new();
         if self.stdout.read_line(&mut line)? == 0 {
             return Err(io::Error::new(

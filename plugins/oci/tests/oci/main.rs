@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod faults;
+
 use progscore_oci::{OciClient, OciOptions};
 use progscore_sandbox::{
     Invocation, Outcome, ProfileSpec, ProgramRun, RuntimeProfile, SandboxClient, SandboxError,
