@@ -27,9 +27,12 @@
 //!    systemd cgroup driver, a cgroup namespace), only the CPU it used can
 //!    prove a wall-clock timeout. How many programs the backend itself runs
 //!    says nothing about what else the machine runs (another progscore, any
-//!    CPU hog), so running alone proves nothing either: such a timeout is
-//!    unconfirmed at once ([`CpuWindow::oversubscribed`] only words its
-//!    reason).
+//!    CPU hog), so running alone proves nothing by itself. Where the CPU
+//!    time is measured (waits of exited tasks are what is missing), the
+//!    invocation runs again alone so that it may get its CPU, and is proven
+//!    only by that CPU; where nothing is measured (an engine elsewhere) the
+//!    timeout is unconfirmed at once ([`CpuWindow::oversubscribed`] only
+//!    words its reason).
 //!
 //! A CPU-time limit (`limits.cpu_time`) does not depend on load: exceeding it
 //! is always proven.
@@ -109,18 +112,26 @@ impl CpuWindow {
             self.elapsed.as_millis()
         );
         let Some(wait) = self.cpu_wait else {
-            // Nothing says the machine gave it its time: running alone
-            // would not either (other processes are not held).
+            // Nothing says the machine gave it its time, and running alone
+            // would not say it either (other processes are not held): only
+            // the CPU it used can prove the timeout. Run alone, a program
+            // whose CPU is measured may get enough of it to be proven by
+            // it (the common case: this client's own programs held it up).
             let beside = if self.oversubscribed {
                 "; more programs than CPUs were running"
             } else {
                 ""
             };
-            return TimeoutProof::Unconfirmed(format!(
-                "{what}, and its CPU waits could not be measured on this engine ({}{beside}): \
-                 a wall-clock timeout is not proven there (a CPU-time limit would be)",
+            let why = format!(
+                "its CPU waits could not be measured ({}{beside}): a wall-clock timeout is \
+                 proven there only by the CPU the program used (a CPU-time limit always is)",
                 self.describe(promised)
-            ));
+            );
+            return if self.cpu.is_some() && !alone {
+                TimeoutProof::Confirm(format!("{what} while the machine was busy, and {why}"))
+            } else {
+                TimeoutProof::Unconfirmed(format!("{what}, and {why}"))
+            };
         };
         let had_its_time = self.elapsed.saturating_sub(wait).as_secs_f64()
             >= FAIR_SHARE * self.limit.as_secs_f64();
@@ -263,8 +274,10 @@ mod tests {
             }
         }
         // CPU time measured, waits not: a sleeper (or a starved program)
-        // stays unconfirmed, ...
+        // runs again alone, where only the CPU it gets can prove it; still
+        // short of it alone, it stays unconfirmed, ...
         let idle = window(1000, Some(30), None);
+        assert!(matches!(idle.judge(1.0, false), TimeoutProof::Confirm(_)));
         assert!(matches!(
             idle.judge(1.0, true),
             TimeoutProof::Unconfirmed(_)
