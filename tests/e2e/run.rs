@@ -271,7 +271,14 @@ fn doctor_checks_the_oci_image_cache_and_a_changed_tree_is_rebuilt() {
             .all(|p| p["ok"] == true),
         "{report}"
     );
-    let rebuilt = std::fs::read_to_string(&passwd).unwrap_or_default();
+    // The rebuild is a new tree beside the changed one (which a running
+    // program may still use); the cache now names the new one.
+    let current = report["oci_cache"][0]["dir"]
+        .as_str()
+        .expect("the tree's folder");
+    let current = dir.path().join(current).join("rootfs/etc/passwd");
+    assert_ne!(current, passwd, "{report}");
+    let rebuilt = std::fs::read_to_string(&current).unwrap();
     assert!(!rebuilt.contains("intruder"), "{rebuilt}");
     let (code, report) = doctor();
     assert_eq!(code, Some(0), "{report}");

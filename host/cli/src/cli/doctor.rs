@@ -43,9 +43,11 @@ pub async fn run(config: &Config, args: DoctorArgs) -> anyhow::Result<u8> {
         .unwrap_or_default()
         .into_iter()
         .map(|image| {
+            // The same image: a changed tree is rebuilt as a new
+            // generation beside it (another folder), never in place.
             let before = found_before
                 .iter()
-                .find(|b| b.dir == image.dir)
+                .find(|b| b.manifest_digest == image.manifest_digest)
                 .map_or(&[][..], |b| &b.problems[..]);
             let problems: Vec<&String> = before.iter().chain(&image.problems).collect();
             serde_json::json!({
