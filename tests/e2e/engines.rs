@@ -195,7 +195,13 @@ fn a_batch_over_two_engines_stopped_by_a_signal_leaves_nothing_on_either() {
         assert_eq!(exited.code(), status, "signal {signal}");
         if signal == libc::SIGKILL {
             let doctor = dir.run(&["doctor"]);
-            assert_eq!(doctor.status.code(), Some(0), "{}", stderr(&doctor));
+            assert_eq!(
+                doctor.status.code(),
+                Some(0),
+                "{}\n{}",
+                String::from_utf8_lossy(&doctor.stdout),
+                stderr(&doctor)
+            );
         }
         for engine in &engines {
             let left = left_on(engine, pid);
