@@ -15,7 +15,7 @@ pub mod output;
 pub mod schedule;
 pub mod workspace;
 
-pub use cgroup::{Cgroups, InvocationCgroup, OomWatch, WaitSample, cpu_limit_reached};
+pub use cgroup::{Cgroups, EndedTasks, InvocationCgroup, OomWatch, WaitSample, cpu_limit_reached};
 pub use guard::{shut_down, spawn_guarded};
 pub use output::output_was_active;
 pub use schedule::{Load, Running, Slot};

@@ -459,10 +459,18 @@ impl Lifecycle<'_, '_> {
         tokio::pin!(cpu_limit);
         let deadline = tokio::time::sleep_until(started + limits.timeout());
         tokio::pin!(deadline);
+        // Under gVisor the cgroup's tasks are the sandbox's own.
+        let ended_tasks = if self.context.runtime == "runsc" {
+            progscore_container::EndedTasks::Counted
+        } else {
+            progscore_container::EndedTasks::Unknown
+        };
         let cpu_wait = || {
             measured
                 .and_then(|cgroup| cgroup.sample_waits(&created.id))
-                .and_then(|now| now.excess_since(&waits_at_start.clone().unwrap_or_default()))
+                .and_then(|now| {
+                    now.excess_since(&waits_at_start.clone().unwrap_or_default(), ended_tasks)
+                })
         };
         let end = loop {
             tokio::select! {

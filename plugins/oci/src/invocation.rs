@@ -423,10 +423,16 @@ impl Lifecycle<'_, '_> {
         tokio::pin!(cpu_limit);
         let deadline = tokio::time::sleep_until(started + limits.timeout());
         tokio::pin!(deadline);
+        // Under gVisor the cgroup's tasks are the sandbox's own.
+        let ended_tasks = if self.context.runtime.kind == crate::runtime::RuntimeKind::Runsc {
+            progscore_container::EndedTasks::Counted
+        } else {
+            progscore_container::EndedTasks::Unknown
+        };
         let cpu_wait = || {
-            cgroup
-                .sample_waits(LEAF)
-                .and_then(|now| now.excess_since(&waits_at_start.clone().unwrap_or_default()))
+            cgroup.sample_waits(LEAF).and_then(|now| {
+                now.excess_since(&waits_at_start.clone().unwrap_or_default(), ended_tasks)
+            })
         };
         let end = match early_exit {
             Some(status) => WindowEnd::Exited(status),
