@@ -4,6 +4,7 @@
 #[path = "../../host/scoring/tests/common/mod.rs"]
 mod scoring_common;
 
+mod architecture;
 mod engines;
 mod kills;
 mod languages;

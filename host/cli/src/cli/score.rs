@@ -79,7 +79,10 @@ type Prepared = Result<(Vec<BatchItem>, Vec<BatchLineError>), u8>;
 fn prepare(session: &Session, batch: &Path, strict: bool) -> anyhow::Result<Prepared> {
     let Batch { items, mut errors } = Batch::read(batch)?;
     let mut good = Vec::with_capacity(items.len());
-    for item in items {
+    for mut item in items {
+        // A language name becomes its profile's own name here, so that the
+        // preflight and the summary name profiles.
+        item.expectation = session.replayer.canonical(item.expectation);
         // Offline sessions (rescore) validate inside the rescore itself.
         let checked = match &session.scorer {
             Some(scorer) => scorer.validate(&item.expectation),
