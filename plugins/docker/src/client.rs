@@ -1,4 +1,5 @@
-//! The Docker implementation of [`SandboxClient`]: one call is a workspace,
+//! The Docker implementation of `SandboxClient` (the container backends'
+//! shared face): one call is a workspace,
 //! its invocations in order (each run again alone when its timeout must be
 //! confirmed, or after the engine came back), and the engine's readiness.
 //! One concern, kept whole: how a call survives the engine's faults.
@@ -7,10 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_sandbox::{
-    Backend, BoxFuture, CompileEvent, Invocation, InvocationEvent, Outcome, Owner, Preflight,
-    ProgramRun, RuntimeProfile, SandboxClient, SandboxError, Stage, sha256_hex,
+    Backend, CompileEvent, Invocation, InvocationEvent, Outcome, Owner, Preflight, ProgramRun,
+    RuntimeProfile, SandboxError, Stage, sha256_hex,
 };
-use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
 
 use crate::delivery::{EngineFiles, Files};
@@ -19,9 +19,7 @@ use crate::health::Unavailable;
 use crate::invocation::{self, InvocationContext, Next};
 use crate::options::{DockerOptions, OWNER_KIND};
 use crate::pool::{Lease, NoEngine, Pool, PooledEngine};
-use progscore_container::{BuildDisk, Workspace, compile_event};
-use progscore_container::{Load, Slot};
-use progscore_container::{shut_down, spawn_guarded};
+use progscore_container::{BuildDisk, Cases, Guarded, Load, Schedule, Workspace, compile_event};
 
 /// How many times one invocation runs again after the engine dropped it.
 const MAX_OUTAGE_RERUNS: usize = 2;
@@ -42,8 +40,7 @@ enum CallFault {
 /// Runs programs in fresh hardened containers of one or more local Docker
 /// engines.
 pub struct DockerClient {
-    inner: Arc<Inner>,
-    runtime: Option<tokio::runtime::Runtime>,
+    client: Guarded<Inner>,
 }
 
 struct Inner {
@@ -56,7 +53,7 @@ struct Inner {
     /// Shared by every invocation; taken exclusively to confirm a timeout
     /// with no other program of this client running on any engine (engines
     /// may share a host).
-    schedule: RwLock<()>,
+    schedule: Schedule,
 }
 
 impl DockerClient {
@@ -73,53 +70,44 @@ impl DockerClient {
             Owner::register(&options.owner_root, OWNER_KIND).map_err(|e| SandboxError::Setup {
                 message: format!("cannot register the client's workspace folder: {e}"),
             })?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("progscore-docker")
-            .enable_all()
-            .build()
-            .map_err(|e| SandboxError::Setup {
-                message: format!("cannot start the Docker client's runtime: {e}"),
-            })?;
         if options.engines.is_empty() {
             return Err(SandboxError::Setup {
                 message: "the Docker client was given no engine".into(),
             });
         }
+        let inner = Inner {
+            pool: Arc::new(Pool::new(&options, owner)),
+            options,
+            profiles,
+            load: Load::default(),
+            schedule: Schedule::default(),
+        };
         Ok(DockerClient {
-            inner: Arc::new(Inner {
-                pool: Arc::new(Pool::new(&options, owner)),
-                options,
-                profiles,
-                load: Load::default(),
-                schedule: RwLock::new(()),
-            }),
-            runtime: Some(runtime),
+            client: Guarded::new(inner, "progscore-docker")?,
         })
     }
 
     /// The owner label value of this client's containers.
     pub fn owner(&self) -> &str {
-        self.inner.pool.owner.name()
+        self.client.backend().pool.owner.name()
     }
 
     /// This client's private folder (its workspaces live below it).
     pub fn owner_dir(&self) -> &std::path::Path {
-        self.inner.pool.owner.dir()
+        self.client.backend().pool.owner.dir()
     }
 
     /// How many programs the engines take at once in all, when every one is
     /// bounded (read after a preflight: an engine's CPUs are known once it
     /// was reached).
     pub fn capacity(&self) -> Option<usize> {
-        self.inner.pool.capacity()
+        self.client.backend().pool.capacity()
     }
 
     /// Checks every engine and every Docker profile on it, as `progscore
     /// doctor` shows: one report per engine.
     pub async fn diagnose(&self) -> Vec<EngineReport> {
-        let inner = self.inner.clone();
-        let task = self.spawn(async move {
+        let task = self.client.spawn(|inner| async move {
             let contact = inner.pool.contact().await;
             let mut reports = Vec::new();
             for (index, pooled) in inner.pool.engines.iter().enumerate() {
@@ -166,7 +154,7 @@ impl DockerClient {
         match task.await {
             Ok(reports) => reports,
             Err(err) => vec![engine::report(
-                &self.inner.pool.engines[0],
+                &self.client.backend().pool.engines[0],
                 Err(&SandboxError::Setup {
                     message: err.to_string(),
                 }),
@@ -178,8 +166,7 @@ impl DockerClient {
     /// Names of this client's containers that still exist on any engine
     /// (should be none between calls).
     pub async fn owned_containers(&self) -> Result<Vec<String>, SandboxError> {
-        let inner = self.inner.clone();
-        let task = self.spawn(async move {
+        let task = self.client.spawn(|inner| async move {
             inner.pool.contact().await?;
             inner.pool.owned(inner.pool.owner.name()).await
         });
@@ -187,34 +174,50 @@ impl DockerClient {
             message: e.to_string(),
         })?
     }
-
-    fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
-    where
-        F: std::future::Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        self.runtime().spawn(future)
-    }
-
-    fn runtime(&self) -> &tokio::runtime::Runtime {
-        match &self.runtime {
-            Some(runtime) => runtime,
-            None => unreachable!("the runtime is only taken in Drop"),
-        }
-    }
 }
 
-impl DockerClient {
+progscore_container::delegate_sandbox_client!(DockerClient, client);
+
+impl progscore_container::Backend for Inner {
+    const KIND: Backend = Backend::Docker;
+
+    fn profiles(&self) -> &[RuntimeProfile] {
+        &self.profiles
+    }
+
+    fn owner(&self) -> &Owner {
+        &self.pool.owner
+    }
+
+    /// At most a kill, a wait and a removal, each bounded by the engine
+    /// timeout.
+    fn cleanup_bound(&self) -> Duration {
+        self.options.engine_timeout * 3 + Duration::from_secs(10)
+    }
+
+    async fn run(
+        &self,
+        program: &[u8],
+        profile: &RuntimeProfile,
+        invocations: &[Invocation],
+        token: &CancellationToken,
+    ) -> Result<ProgramRun, SandboxError> {
+        self.place(program, profile, invocations, token).await
+    }
+
+    async fn preflight(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
+        self.check_profile(profile).await
+    }
+
     /// One last try at the containers the engines would not remove during
     /// the calls (bounded by the engine timeout per container); what still
     /// fails is left to the next start's sweep, which finds this owner dead.
-    fn remove_leftovers_before_leaving(&self, runtime: &tokio::runtime::Runtime) {
-        let pool = &self.inner.pool;
-        if !pool.engines.iter().any(PooledEngine::has_leftovers) {
+    fn stopping(&self, runtime: &tokio::runtime::Runtime) {
+        if !self.pool.engines.iter().any(PooledEngine::has_leftovers) {
             return;
         }
-        let pool = Arc::clone(pool);
-        let engine_timeout = self.inner.options.engine_timeout;
+        let pool = Arc::clone(&self.pool);
+        let engine_timeout = self.options.engine_timeout;
         let handle = runtime.handle().clone();
         // A thread of its own: the drop may run inside the caller's runtime.
         let removing = std::thread::spawn(move || {
@@ -230,18 +233,9 @@ impl DockerClient {
         });
         let _ = removing.join();
     }
-}
 
-impl Drop for DockerClient {
-    fn drop(&mut self) {
-        // No call can be in flight here (calls borrow the client), but a
-        // preflight whose caller gave up (a signal during the checks) may
-        // be: it is dropped now, with the owner record it holds.
-        if let Some(runtime) = self.runtime.take() {
-            self.remove_leftovers_before_leaving(&runtime);
-            shut_down(runtime);
-        }
-        let pool = &self.inner.pool;
+    fn stopped(&self) {
+        let pool = &self.pool;
         for engine in pool.engines.iter().filter_map(PooledEngine::connected) {
             if let Some(cgroups) = &engine.cgroups {
                 cgroups.release_owner(pool.owner.name());
@@ -250,74 +244,10 @@ impl Drop for DockerClient {
     }
 }
 
-impl SandboxClient for DockerClient {
-    fn profiles(&self) -> Vec<&RuntimeProfile> {
-        self.inner.profiles.iter().collect()
-    }
-
-    fn execute<'a>(
-        &'a self,
-        program: &'a [u8],
-        profile: &'a str,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        let inner = self.inner.clone();
-        let program = program.to_vec();
-        let profile = profile.to_string();
-        let invocations = invocations.to_vec();
-        // A dropped call waits for its cleanup: at most a kill, a wait and a
-        // removal, each bounded by the engine timeout.
-        let cleanup_bound = self.inner.options.engine_timeout * 3 + Duration::from_secs(10);
-        let task = spawn_guarded(self.runtime(), cleanup_bound, |token| async move {
-            // Not done if the task is dropped mid-cleanup (its bound overran
-            // and the client stopped): the owner's record then stays, so the
-            // next start's sweep finds what the call left.
-            let cleanup = inner.pool.owner.cleanup_pending();
-            let run = inner.run(&program, &profile, &invocations, &token).await;
-            cleanup.done();
-            run
-        });
-        Box::pin(async move {
-            task.await.map_err(|e| SandboxError::Setup {
-                message: format!("the sandbox task failed: {e}"),
-            })?
-        })
-    }
-
-    fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
-        let inner = self.inner.clone();
-        let profile = profile.to_string();
-        let task = self.spawn(async move {
-            let profile = inner.docker_profile(&profile)?;
-            inner.preflight(profile).await
-        });
-        Box::pin(async move {
-            task.await.map_err(|e| SandboxError::Setup {
-                message: format!("the preflight task failed: {e}"),
-            })?
-        })
-    }
-}
-
 impl Inner {
-    fn docker_profile(&self, name: &str) -> Result<&RuntimeProfile, SandboxError> {
-        let profile = self
-            .profiles
-            .iter()
-            .find(|p| p.name == name)
-            .ok_or_else(|| SandboxError::unknown_profile(name, &self.profiles))?;
-        if profile.backend != Backend::Docker {
-            return Err(SandboxError::WrongBackend {
-                profile: profile.name.clone(),
-                backend: profile.backend.to_string(),
-            });
-        }
-        Ok(profile)
-    }
-
     /// Checks the profile on every engine it may use; it passes when one
     /// engine can run it, and every engine that can runs it alike.
-    async fn preflight(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
+    async fn check_profile(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
         let pool = &self.pool;
         pool.contact().await?;
         let mut passed = Vec::new();
@@ -404,15 +334,13 @@ impl Inner {
     /// The program on the freest engine that can run it; again from the
     /// start on another engine when its engine stops answering and another
     /// can take it.
-    async fn run(
+    async fn place(
         &self,
         program: &[u8],
-        profile_name: &str,
+        profile: &RuntimeProfile,
         invocations: &[Invocation],
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
-        let profile = self.docker_profile(profile_name)?;
-        profile.check_invocations(invocations)?;
         self.pool.contact().await?;
         let mut moves: Vec<String> = Vec::new();
         loop {
@@ -665,27 +593,18 @@ impl Inner {
             };
             compile = Some(compile_event(event, build_dir, disk));
         }
-        // A build that failed decides every case the same way.
-        let failed_build = compile.as_ref().and_then(CompileEvent::case_event);
+        let mut cases = Cases::new(compile.as_ref(), token);
         let mut events = Vec::with_capacity(invocations.len());
-        let mut stop_reason: Option<String> = None;
         for (index, invocation) in invocations.iter().enumerate() {
-            if let Some(event) = &failed_build {
-                events.push(event.clone());
-                continue;
-            }
-            if stop_reason.is_none() && token.is_cancelled() {
-                stop_reason = Some("the call was cancelled".into());
-            }
-            if let Some(reason) = &stop_reason {
-                events.push(InvocationEvent::not_run(reason.clone()));
+            if let Some(event) = cases.decided() {
+                events.push(event);
                 continue;
             }
             let (event, stop) = self
                 .run_invocation(lease, context, index, invocation, warnings)
                 .await?;
             events.push(event);
-            stop_reason = stop;
+            cases.ran(stop);
         }
         Ok((events, compile))
     }
@@ -712,20 +631,11 @@ impl Inner {
             // Alone: no other program of this client runs meanwhile. Only
             // the wait for the slot is cut short by a cancellation; a
             // started invocation cleans up after itself.
-            let slot = async {
-                if alone {
-                    Slot::Alone(self.schedule.write().await)
-                } else {
-                    Slot::Shared(self.schedule.read().await)
-                }
-            };
-            let slot = tokio::select! {
-                biased;
-                () = token.cancelled() => {
-                    return Ok((InvocationEvent::not_run("the call was cancelled"),
-                            Some("the call was cancelled".into())));
-                }
-                slot = slot => slot,
+            let Some(slot) = self.schedule.slot(alone, token).await else {
+                return Ok((
+                    InvocationEvent::not_run("the call was cancelled"),
+                    Some("the call was cancelled".into()),
+                ));
             };
             let mut result = invocation::run(context, index, invocation, alone).await;
             // Held for the invocation only: a call waiting out its engine's
