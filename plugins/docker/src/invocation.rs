@@ -21,7 +21,7 @@ use bollard::errors::Error as BollardError;
 use bollard::models::ContainerInspectResponse;
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, InspectContainerOptions,
-    KillContainerOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions,
+    KillContainerOptionsBuilder, StartContainerOptions,
 };
 use progscore_container::{Cgroups, EndedTasks, InvocationCgroup, Load, Measured, Program, Window};
 use progscore_sandbox::{
@@ -33,11 +33,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::container::{Placement, container_spec};
 use crate::delivery::Files;
-use crate::engine::{EngineFacts, ImageFacts, describe, is_transport_error};
+use crate::engine::{EngineFacts, ImageFacts};
 use crate::events::{ContainerEvents, Seen};
 use crate::health::EngineHealth;
+use crate::held::{ActiveContainers, EngineFault, Leftover, remove_container};
 use crate::options::{DockerOptions, OWNER_LABEL};
-use crate::pool::ActiveContainers;
 use crate::streams::{feed_and_drain, wait_for_exit};
 
 /// How long a program's start waits for the proof that the engine's events
@@ -98,54 +98,6 @@ pub(crate) enum Next {
     EngineLost(Leftover),
     /// Run nothing more in this call (the text says why).
     Stop(String),
-}
-
-/// A container (and its cgroup) whose removal must wait for the engine.
-pub(crate) struct Leftover {
-    pub container: String,
-    pub cgroup: Option<InvocationCgroup>,
-}
-
-/// A failed engine request.
-struct EngineFault {
-    message: String,
-    transport: bool,
-    /// The engine answered with a 5xx: what a stopping engine answers while
-    /// it shuts down (e.g. "grpc: the client connection is closing").
-    server_error: bool,
-    /// The engine answered 409: e.g. the container's removal is already
-    /// in progress (someone else's `docker rm -f`).
-    conflict: bool,
-}
-
-impl EngineFault {
-    /// A fault that is no failed request (nothing to confirm about the engine).
-    fn plain(message: String) -> EngineFault {
-        EngineFault {
-            message,
-            transport: false,
-            server_error: false,
-            conflict: false,
-        }
-    }
-
-    fn from(what: &str, err: &BollardError) -> EngineFault {
-        EngineFault {
-            message: format!("{what}: {}", describe(err)),
-            transport: is_transport_error(err),
-            server_error: matches!(
-                err,
-                BollardError::DockerResponseServerError { status_code, .. } if *status_code >= 500
-            ),
-            conflict: matches!(
-                err,
-                BollardError::DockerResponseServerError {
-                    status_code: 409,
-                    ..
-                }
-            ),
-        }
-    }
 }
 
 /// What the window and the state showed.
@@ -331,26 +283,6 @@ pub(crate) async fn run(
         warnings,
         next,
         leftover,
-    }
-}
-
-/// Removes a container left while the engine was gone, and its cgroup.
-pub(crate) async fn remove_leftover(
-    docker: &Docker,
-    engine_timeout: Duration,
-    leftover: &Leftover,
-) -> Result<(), String> {
-    remove_container(docker, engine_timeout, &leftover.container)
-        .await
-        .map_err(|fault| {
-            format!(
-                "failed to remove container {}: {}",
-                leftover.container, fault.message
-            )
-        })?;
-    match &leftover.cgroup {
-        Some(cgroup) => cgroup.remove(),
-        None => Ok(()),
     }
 }
 
@@ -661,32 +593,6 @@ impl Lifecycle<'_, '_> {
             }
             other => other,
         }
-    }
-}
-
-/// Force-removes a container and its anonymous volumes. One that does not
-/// exist is already removed.
-async fn remove_container(
-    docker: &Docker,
-    engine_timeout: Duration,
-    name: &str,
-) -> Result<(), EngineFault> {
-    let options = RemoveContainerOptionsBuilder::new()
-        .force(true)
-        .v(true)
-        .build();
-    match tokio::time::timeout(engine_timeout, docker.remove_container(name, Some(options))).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(BollardError::DockerResponseServerError {
-            status_code: 404, ..
-        })) => Ok(()),
-        Ok(Err(err)) => Err(EngineFault::from("removing", &err)),
-        Err(_) => Err(EngineFault {
-            message: format!("removing: the engine did not answer within {engine_timeout:?}"),
-            transport: true,
-            server_error: false,
-            conflict: false,
-        }),
     }
 }
 
