@@ -6,19 +6,32 @@
 //! waits and OOM kills from it ([`cgroup`]); both hold the program in a
 //! private host folder bind-mounted read-only ([`workspace`]); both run their
 //! calls on a runtime of their own so that a dropped call can wait for its
-//! cleanup ([`guard`]); and both keep a schedule in which a timeout is
-//! confirmed with nothing else running ([`schedule`]).
+//! cleanup ([`guard`]), behind one `SandboxClient` face ([`facade`]); both
+//! keep a schedule in which a timeout is confirmed with nothing else running
+//! ([`schedule`]); and both watch the program's window, where the timing
+//! rule is applied, through one [`window`] given what differs between them
+//! as a [`Program`]. Both run a program's cases alike ([`cases`]).
 
+pub mod cases;
 pub mod cgroup;
+pub mod facade;
 pub mod guard;
 pub mod output;
 pub mod schedule;
+pub mod window;
 pub mod workspace;
 
+pub use cases::Cases;
 pub use cgroup::{Cgroups, EndedTasks, InvocationCgroup, OomWatch, WaitSample, cpu_limit_reached};
+pub use facade::{Backend, Guarded};
 pub use guard::{shut_down, spawn_guarded};
 pub use output::output_was_active;
-pub use schedule::{Load, Running, Slot};
+pub use schedule::{Load, Running, Schedule, Slot};
+pub use window::{Killed, Measured, Program, Watched, Window, millis};
 pub use workspace::{
     BUILD_ENTRY_BYTES, BuildDisk, Workspace, build_size, compile_event, tree_sha256,
 };
+
+/// For [`delegate_sandbox_client!`]'s expansion in the backends.
+#[doc(hidden)]
+pub use progscore_sandbox as __sandbox;

@@ -1,49 +1,26 @@
-//! The Docker implementation of [`SandboxClient`]: one call is a workspace,
-//! its invocations in order (each run again alone when its timeout must be
-//! confirmed, or after the engine came back), and the engine's readiness.
-//! One concern, kept whole: how a call survives the engine's faults.
+//! The Docker implementation of `SandboxClient`: the container backends'
+//! shared face over the engines, the preflight of a profile across them,
+//! and what the client holds when it is dropped. A call's program runs in
+//! `program`; `doctor`'s report is built in `doctor`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_sandbox::{
-    Backend, BoxFuture, CompileEvent, Invocation, InvocationEvent, Outcome, Owner, Preflight,
-    ProgramRun, RuntimeProfile, SandboxClient, SandboxError, Stage, sha256_hex,
+    Backend, Invocation, Owner, Preflight, ProgramRun, RuntimeProfile, SandboxError,
 };
-use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
 
-use crate::delivery::{EngineFiles, Files};
-use crate::engine::{self, EngineReport, ProfileCheck};
-use crate::health::Unavailable;
-use crate::invocation::{self, InvocationContext, Next};
+use crate::doctor::{self, EngineReport};
 use crate::options::{DockerOptions, OWNER_KIND};
-use crate::pool::{Lease, NoEngine, Pool, PooledEngine};
-use progscore_container::{BuildDisk, Workspace, compile_event};
-use progscore_container::{Load, Slot};
-use progscore_container::{shut_down, spawn_guarded};
-
-/// How many times one invocation runs again after the engine dropped it.
-const MAX_OUTAGE_RERUNS: usize = 2;
-
-/// How many times a program moves to another engine after the one running
-/// it stopped answering.
-const MAX_MOVES: usize = 2;
-
-/// Why a program's run on one engine ended without a run.
-enum CallFault {
-    /// No engine can run it (the message says why).
-    Unavailable(SandboxError),
-    /// Its engine stopped answering and another can take it: run it again
-    /// there, from the start (the text says what was lost).
-    Moved(String),
-}
+use crate::pool::{Pool, PooledEngine};
+use crate::program::Runner;
+use progscore_container::Guarded;
 
 /// Runs programs in fresh hardened containers of one or more local Docker
 /// engines.
 pub struct DockerClient {
-    inner: Arc<Inner>,
-    runtime: Option<tokio::runtime::Runtime>,
+    client: Guarded<Inner>,
 }
 
 struct Inner {
@@ -51,12 +28,8 @@ struct Inner {
     profiles: Vec<RuntimeProfile>,
     /// The engines, and this client's owner.
     pool: Arc<Pool>,
-    /// Programs of this client inside their window, on every engine.
-    load: Load,
-    /// Shared by every invocation; taken exclusively to confirm a timeout
-    /// with no other program of this client running on any engine (engines
-    /// may share a host).
-    schedule: RwLock<()>,
+    /// What runs a call's program on them.
+    runner: Runner,
 }
 
 impl DockerClient {
@@ -73,100 +46,50 @@ impl DockerClient {
             Owner::register(&options.owner_root, OWNER_KIND).map_err(|e| SandboxError::Setup {
                 message: format!("cannot register the client's workspace folder: {e}"),
             })?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("progscore-docker")
-            .enable_all()
-            .build()
-            .map_err(|e| SandboxError::Setup {
-                message: format!("cannot start the Docker client's runtime: {e}"),
-            })?;
         if options.engines.is_empty() {
             return Err(SandboxError::Setup {
                 message: "the Docker client was given no engine".into(),
             });
         }
+        let pool = Arc::new(Pool::new(&options, owner));
+        let inner = Inner {
+            runner: Runner::new(options.clone(), pool.clone()),
+            pool,
+            options,
+            profiles,
+        };
         Ok(DockerClient {
-            inner: Arc::new(Inner {
-                pool: Arc::new(Pool::new(&options, owner)),
-                options,
-                profiles,
-                load: Load::default(),
-                schedule: RwLock::new(()),
-            }),
-            runtime: Some(runtime),
+            client: Guarded::new(inner, "progscore-docker")?,
         })
     }
 
     /// The owner label value of this client's containers.
     pub fn owner(&self) -> &str {
-        self.inner.pool.owner.name()
+        self.client.backend().pool.owner.name()
     }
 
     /// This client's private folder (its workspaces live below it).
     pub fn owner_dir(&self) -> &std::path::Path {
-        self.inner.pool.owner.dir()
+        self.client.backend().pool.owner.dir()
     }
 
     /// How many programs the engines take at once in all, when every one is
     /// bounded (read after a preflight: an engine's CPUs are known once it
     /// was reached).
     pub fn capacity(&self) -> Option<usize> {
-        self.inner.pool.capacity()
+        self.client.backend().pool.capacity()
     }
 
     /// Checks every engine and every Docker profile on it, as `progscore
     /// doctor` shows: one report per engine.
     pub async fn diagnose(&self) -> Vec<EngineReport> {
-        let inner = self.inner.clone();
-        let task = self.spawn(async move {
-            let contact = inner.pool.contact().await;
-            let mut reports = Vec::new();
-            for (index, pooled) in inner.pool.engines.iter().enumerate() {
-                let reached = match (&contact, pooled.connected()) {
-                    (_, Some(engine)) => Ok(engine.facts.clone()),
-                    (Err(err), None) => Err(err.clone()),
-                    (Ok(()), None) => Err(SandboxError::EngineUnavailable {
-                        message: pooled
-                            .health
-                            .outage()
-                            .map(|(_, cause)| cause)
-                            .unwrap_or_else(|| "not reached".into()),
-                    }),
-                };
-                let mut checks = Vec::new();
-                for profile in inner.profiles.iter().filter(|p| {
-                    p.backend == Backend::Docker
-                        && (p.engines.is_empty() || p.engines.iter().any(|e| e == pooled.name()))
-                }) {
-                    let check = match &reached {
-                        Err(err) => Err(err.clone()),
-                        Ok(_) => inner
-                            .pool
-                            .check(index, profile)
-                            .await
-                            .map(|(runtime, image)| {
-                                format!(
-                                    "image {} (id {}), runtime {runtime}",
-                                    profile.image().map(|i| i.to_string()).unwrap_or_default(),
-                                    image.image_id
-                                )
-                            }),
-                    };
-                    checks.push(ProfileCheck {
-                        profile: profile.name.clone(),
-                        ok: check.is_ok(),
-                        detail: check.unwrap_or_else(|err| err.to_string()),
-                    });
-                }
-                reports.push(engine::report(pooled, reached.as_ref(), checks));
-            }
-            reports
-        });
+        let task = self
+            .client
+            .spawn(|inner| async move { doctor::diagnose(&inner.pool, &inner.profiles).await });
         match task.await {
             Ok(reports) => reports,
-            Err(err) => vec![engine::report(
-                &self.inner.pool.engines[0],
+            Err(err) => vec![doctor::report(
+                &self.client.backend().pool.engines[0],
                 Err(&SandboxError::Setup {
                     message: err.to_string(),
                 }),
@@ -178,8 +101,7 @@ impl DockerClient {
     /// Names of this client's containers that still exist on any engine
     /// (should be none between calls).
     pub async fn owned_containers(&self) -> Result<Vec<String>, SandboxError> {
-        let inner = self.inner.clone();
-        let task = self.spawn(async move {
+        let task = self.client.spawn(|inner| async move {
             inner.pool.contact().await?;
             inner.pool.owned(inner.pool.owner.name()).await
         });
@@ -187,34 +109,52 @@ impl DockerClient {
             message: e.to_string(),
         })?
     }
-
-    fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
-    where
-        F: std::future::Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        self.runtime().spawn(future)
-    }
-
-    fn runtime(&self) -> &tokio::runtime::Runtime {
-        match &self.runtime {
-            Some(runtime) => runtime,
-            None => unreachable!("the runtime is only taken in Drop"),
-        }
-    }
 }
 
-impl DockerClient {
+progscore_container::delegate_sandbox_client!(DockerClient, client);
+
+impl progscore_container::Backend for Inner {
+    const KIND: Backend = Backend::Docker;
+
+    fn profiles(&self) -> &[RuntimeProfile] {
+        &self.profiles
+    }
+
+    fn owner(&self) -> &Owner {
+        &self.pool.owner
+    }
+
+    /// At most a kill, a wait and a removal, each bounded by the engine
+    /// timeout.
+    fn cleanup_bound(&self) -> Duration {
+        self.options.engine_timeout * 3 + Duration::from_secs(10)
+    }
+
+    async fn run(
+        &self,
+        program: &[u8],
+        profile: &RuntimeProfile,
+        invocations: &[Invocation],
+        token: &CancellationToken,
+    ) -> Result<ProgramRun, SandboxError> {
+        self.runner
+            .place(program, profile, invocations, token)
+            .await
+    }
+
+    async fn preflight(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
+        self.check_profile(profile).await
+    }
+
     /// One last try at the containers the engines would not remove during
     /// the calls (bounded by the engine timeout per container); what still
     /// fails is left to the next start's sweep, which finds this owner dead.
-    fn remove_leftovers_before_leaving(&self, runtime: &tokio::runtime::Runtime) {
-        let pool = &self.inner.pool;
-        if !pool.engines.iter().any(PooledEngine::has_leftovers) {
+    fn stopping(&self, runtime: &tokio::runtime::Runtime) {
+        if !self.pool.engines.iter().any(PooledEngine::has_leftovers) {
             return;
         }
-        let pool = Arc::clone(pool);
-        let engine_timeout = self.inner.options.engine_timeout;
+        let pool = Arc::clone(&self.pool);
+        let engine_timeout = self.options.engine_timeout;
         let handle = runtime.handle().clone();
         // A thread of its own: the drop may run inside the caller's runtime.
         let removing = std::thread::spawn(move || {
@@ -230,18 +170,9 @@ impl DockerClient {
         });
         let _ = removing.join();
     }
-}
 
-impl Drop for DockerClient {
-    fn drop(&mut self) {
-        // No call can be in flight here (calls borrow the client), but a
-        // preflight whose caller gave up (a signal during the checks) may
-        // be: it is dropped now, with the owner record it holds.
-        if let Some(runtime) = self.runtime.take() {
-            self.remove_leftovers_before_leaving(&runtime);
-            shut_down(runtime);
-        }
-        let pool = &self.inner.pool;
+    fn stopped(&self) {
+        let pool = &self.pool;
         for engine in pool.engines.iter().filter_map(PooledEngine::connected) {
             if let Some(cgroups) = &engine.cgroups {
                 cgroups.release_owner(pool.owner.name());
@@ -250,74 +181,10 @@ impl Drop for DockerClient {
     }
 }
 
-impl SandboxClient for DockerClient {
-    fn profiles(&self) -> Vec<&RuntimeProfile> {
-        self.inner.profiles.iter().collect()
-    }
-
-    fn execute<'a>(
-        &'a self,
-        program: &'a [u8],
-        profile: &'a str,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        let inner = self.inner.clone();
-        let program = program.to_vec();
-        let profile = profile.to_string();
-        let invocations = invocations.to_vec();
-        // A dropped call waits for its cleanup: at most a kill, a wait and a
-        // removal, each bounded by the engine timeout.
-        let cleanup_bound = self.inner.options.engine_timeout * 3 + Duration::from_secs(10);
-        let task = spawn_guarded(self.runtime(), cleanup_bound, |token| async move {
-            // Not done if the task is dropped mid-cleanup (its bound overran
-            // and the client stopped): the owner's record then stays, so the
-            // next start's sweep finds what the call left.
-            let cleanup = inner.pool.owner.cleanup_pending();
-            let run = inner.run(&program, &profile, &invocations, &token).await;
-            cleanup.done();
-            run
-        });
-        Box::pin(async move {
-            task.await.map_err(|e| SandboxError::Setup {
-                message: format!("the sandbox task failed: {e}"),
-            })?
-        })
-    }
-
-    fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
-        let inner = self.inner.clone();
-        let profile = profile.to_string();
-        let task = self.spawn(async move {
-            let profile = inner.docker_profile(&profile)?;
-            inner.preflight(profile).await
-        });
-        Box::pin(async move {
-            task.await.map_err(|e| SandboxError::Setup {
-                message: format!("the preflight task failed: {e}"),
-            })?
-        })
-    }
-}
-
 impl Inner {
-    fn docker_profile(&self, name: &str) -> Result<&RuntimeProfile, SandboxError> {
-        let profile = self
-            .profiles
-            .iter()
-            .find(|p| p.name == name)
-            .ok_or_else(|| SandboxError::unknown_profile(name, &self.profiles))?;
-        if profile.backend != Backend::Docker {
-            return Err(SandboxError::WrongBackend {
-                profile: profile.name.clone(),
-                backend: profile.backend.to_string(),
-            });
-        }
-        Ok(profile)
-    }
-
     /// Checks the profile on every engine it may use; it passes when one
     /// engine can run it, and every engine that can runs it alike.
-    async fn preflight(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
+    async fn check_profile(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
         let pool = &self.pool;
         pool.contact().await?;
         let mut passed = Vec::new();
@@ -399,414 +266,5 @@ impl Inner {
         // (the same on every engine of the profile): the fingerprint says which.
         found.fingerprint["runtime"] = serde_json::Value::String(runtime);
         Ok(found)
-    }
-
-    /// The program on the freest engine that can run it; again from the
-    /// start on another engine when its engine stops answering and another
-    /// can take it.
-    async fn run(
-        &self,
-        program: &[u8],
-        profile_name: &str,
-        invocations: &[Invocation],
-        token: &CancellationToken,
-    ) -> Result<ProgramRun, SandboxError> {
-        let profile = self.docker_profile(profile_name)?;
-        profile.check_invocations(invocations)?;
-        self.pool.contact().await?;
-        let mut moves: Vec<String> = Vec::new();
-        loop {
-            let lease = match self.pool.acquire(profile, token).await {
-                Ok(lease) => lease,
-                Err(NoEngine::Error(error)) => return Err(error),
-                Err(NoEngine::Cancelled) => {
-                    return Err(SandboxError::Setup {
-                        message: "the call was cancelled while it waited for an engine".into(),
-                    });
-                }
-            };
-            match self
-                .run_on(&lease, program, profile, invocations, token)
-                .await
-            {
-                Ok(mut run) => {
-                    let moved = moves.iter().map(|lost| {
-                        format!("{lost}; the program ran again from the start on another engine")
-                    });
-                    run.sandbox_warnings.splice(0..0, moved);
-                    return Ok(run);
-                }
-                Err(CallFault::Unavailable(error)) => return Err(error),
-                Err(CallFault::Moved(lost)) => {
-                    drop(lease);
-                    moves.push(lost);
-                    if moves.len() > MAX_MOVES {
-                        // Nothing of it is evidence: every case unproven.
-                        let reason = format!(
-                            "the engines running this program stopped answering {} times: {}",
-                            moves.len(),
-                            moves.join("; ")
-                        );
-                        return Ok(ProgramRun {
-                            profile: profile.name.clone(),
-                            program_sha256: sha256_hex(program),
-                            events: invocations
-                                .iter()
-                                .map(|_| InvocationEvent::not_run(reason.clone()))
-                                .collect(),
-                            sandbox_warnings: moves,
-                            compile: None,
-                        });
-                    }
-                }
-            }
-        }
-    }
-
-    /// The whole program on one engine: its workspace, its compile, its
-    /// cases in order.
-    async fn run_on(
-        &self,
-        lease: &Lease<'_>,
-        program: &[u8],
-        profile: &RuntimeProfile,
-        invocations: &[Invocation],
-        token: &CancellationToken,
-    ) -> Result<ProgramRun, CallFault> {
-        let pooled = lease.engine();
-        let (runtime, image) = self
-            .pool
-            .check(lease.index, profile)
-            .await
-            .map_err(CallFault::Unavailable)?;
-        let Some(engine) = pooled.connected() else {
-            return Err(CallFault::Unavailable(SandboxError::EngineUnavailable {
-                message: format!(
-                    "the Docker engine {} was not reached",
-                    pooled.health.described()
-                ),
-            }));
-        };
-        let owner = &self.pool.owner;
-        let (mut warnings, _) = pooled
-            .remove_leftovers(owner, self.options.engine_timeout)
-            .await;
-        self.pool.forget_leftovers_if_none();
-        let workspace = Workspace::create(owner.dir(), program).map_err(|e| {
-            CallFault::Unavailable(SandboxError::Setup {
-                message: format!(
-                    "cannot create a workspace under {}: {e}",
-                    owner.dir().display()
-                ),
-            })
-        })?;
-        let build_dir = match workspace.build_dir_for(profile) {
-            Ok(build_dir) => build_dir,
-            Err(error) => {
-                if let Err(warning) = workspace.remove() {
-                    tracing::warn!("{warning}");
-                }
-                return Err(CallFault::Unavailable(error));
-            }
-        };
-        // An engine elsewhere gets the files in volumes of its own.
-        let mut engine_files = None;
-        let mut delivery_fault = None;
-        if !pooled.options.endpoint.is_local() {
-            match EngineFiles::create(
-                &engine.docker,
-                &pooled.active,
-                owner.name(),
-                profile,
-                program,
-                self.options.engine_timeout,
-            )
-            .await
-            {
-                Ok(files) => engine_files = Some(files),
-                Err((message, partial)) => {
-                    engine_files = partial;
-                    delivery_fault = Some(message);
-                }
-            }
-        }
-        let files = match &engine_files {
-            Some(remote) => remote.files(),
-            None => Files::Host {
-                program: workspace.program_path(),
-                build: build_dir.as_deref(),
-            },
-        };
-        let context = InvocationContext {
-            docker: &engine.docker,
-            engine: &engine.facts,
-            engine_name: self.pool.is_pool().then(|| pooled.name()),
-            active: &pooled.active,
-            health: &pooled.health,
-            image: &image,
-            profile,
-            runtime: &runtime,
-            options: &self.options,
-            owner: owner.name(),
-            cgroups: engine.cgroups.as_ref(),
-            load: &self.load,
-            files: &files,
-            stage: Stage::Case,
-            token,
-        };
-        let ran = match delivery_fault {
-            None => {
-                self.run_program(
-                    lease,
-                    &context,
-                    engine_files.as_ref(),
-                    build_dir.as_deref(),
-                    invocations,
-                    &mut warnings,
-                )
-                .await
-            }
-            Some(message) => {
-                let lost = if pooled.health.confirm_outage(&engine.docker, &message).await
-                    && self.pool.another_is_up(profile, lease.index)
-                {
-                    self.pool.probe(lease.index);
-                    Some(CallFault::Moved(format!(
-                        "the Docker engine {} stopped answering while the program was copied to it: {message}",
-                        pooled.health.described()
-                    )))
-                } else {
-                    None
-                };
-                match lost {
-                    Some(lost) => Err(lost),
-                    // Nothing ran: every case unproven.
-                    None => Ok((
-                        invocations
-                            .iter()
-                            .enumerate()
-                            .map(|(index, _)| {
-                                if index == 0 {
-                                    InvocationEvent::sandbox_error(format!(
-                                        "cannot copy the program to the Docker engine {}: {message}",
-                                        pooled.health.described()
-                                    ))
-                                } else {
-                                    InvocationEvent::not_run(
-                                        "an earlier invocation hit a sandbox error",
-                                    )
-                                }
-                            })
-                            .collect(),
-                        None,
-                    )),
-                }
-            }
-        };
-        if let Some(remote) = engine_files {
-            // What fails stays labelled with this owner: the engine's sweep
-            // takes it (at its return, or the next start's).
-            let failed = remote
-                .remove(&engine.docker, self.options.engine_timeout)
-                .await;
-            if !failed.is_empty() {
-                pooled.must_be_swept(owner);
-                warnings.extend(failed);
-            }
-        }
-        if let Err(warning) = workspace.remove() {
-            warnings.push(warning);
-        }
-        // Nothing of a lost run is evidence: the engine is gone.
-        let (events, compile) = ran?;
-        Ok(ProgramRun {
-            profile: profile.name.clone(),
-            program_sha256: sha256_hex(program),
-            events,
-            sandbox_warnings: warnings,
-            compile,
-        })
-    }
-
-    /// The compile (when the profile has one) and the cases, in order, on
-    /// the context's engine.
-    async fn run_program(
-        &self,
-        lease: &Lease<'_>,
-        context: &InvocationContext<'_>,
-        engine_files: Option<&EngineFiles<'_>>,
-        build_dir: Option<&std::path::Path>,
-        invocations: &[Invocation],
-        warnings: &mut Vec<String>,
-    ) -> Result<(Vec<InvocationEvent>, Option<CompileEvent>), CallFault> {
-        let token = context.token;
-        let mut compile = None;
-        if let Some(build_dir) = build_dir {
-            let compile_context = InvocationContext {
-                stage: Stage::Compile,
-                ..*context
-            };
-            let (mut event, _) = self
-                .run_invocation(lease, &compile_context, 0, &Invocation::default(), warnings)
-                .await?;
-            // A build made elsewhere comes back to be hashed here.
-            if let Some(remote) = engine_files
-                && matches!(event.outcome, Outcome::Exited { exit_code: 0 })
-                && let Err(message) = remote
-                    .fetch_build(context.docker, build_dir, self.options.engine_timeout)
-                    .await
-            {
-                event.outcome = Outcome::SandboxError { message };
-            }
-            // The build disk of an engine elsewhere is its own, unseen from here.
-            let disk = match engine_files {
-                Some(_) => BuildDisk::Remote,
-                None => BuildDisk::Local,
-            };
-            compile = Some(compile_event(event, build_dir, disk));
-        }
-        // A build that failed decides every case the same way.
-        let failed_build = compile.as_ref().and_then(CompileEvent::case_event);
-        let mut events = Vec::with_capacity(invocations.len());
-        let mut stop_reason: Option<String> = None;
-        for (index, invocation) in invocations.iter().enumerate() {
-            if let Some(event) = &failed_build {
-                events.push(event.clone());
-                continue;
-            }
-            if stop_reason.is_none() && token.is_cancelled() {
-                stop_reason = Some("the call was cancelled".into());
-            }
-            if let Some(reason) = &stop_reason {
-                events.push(InvocationEvent::not_run(reason.clone()));
-                continue;
-            }
-            let (event, stop) = self
-                .run_invocation(lease, context, index, invocation, warnings)
-                .await?;
-            events.push(event);
-            stop_reason = stop;
-        }
-        Ok((events, compile))
-    }
-
-    /// One invocation, run again alone when its timeout must be confirmed,
-    /// and again when the engine dropped it and came back. `Err` when the
-    /// engine was lost: the program moves to another engine when one can
-    /// take it, else fails when the engine did not come back within the
-    /// outage wait.
-    async fn run_invocation(
-        &self,
-        lease: &Lease<'_>,
-        context: &InvocationContext<'_>,
-        index: usize,
-        invocation: &Invocation,
-        warnings: &mut Vec<String>,
-    ) -> Result<(InvocationEvent, Option<String>), CallFault> {
-        let pooled = lease.engine();
-        let owner = &self.pool.owner;
-        let token = context.token;
-        let mut alone = false;
-        let mut outages = 0;
-        loop {
-            // Alone: no other program of this client runs meanwhile. Only
-            // the wait for the slot is cut short by a cancellation; a
-            // started invocation cleans up after itself.
-            let slot = async {
-                if alone {
-                    Slot::Alone(self.schedule.write().await)
-                } else {
-                    Slot::Shared(self.schedule.read().await)
-                }
-            };
-            let slot = tokio::select! {
-                biased;
-                () = token.cancelled() => {
-                    return Ok((InvocationEvent::not_run("the call was cancelled"),
-                            Some("the call was cancelled".into())));
-                }
-                slot = slot => slot,
-            };
-            let mut result = invocation::run(context, index, invocation, alone).await;
-            // Held for the invocation only: a call waiting out its engine's
-            // outage below must not keep a confirmation run on another
-            // engine (which takes the schedule whole) waiting with it.
-            drop(slot);
-            warnings.extend(result.warnings);
-            if let Some(leftover) = result.leftover.take() {
-                pooled.keep_leftover(owner, leftover);
-            }
-            match result.next {
-                Next::Continue => return Ok((result.event, None)),
-                Next::Stop(reason) => return Ok((result.event, Some(reason))),
-                Next::ConfirmAlone(why) if !alone => {
-                    warnings.push(format!(
-                        "invocation {index} ran again with no other program beside it: {why}"
-                    ));
-                    alone = true;
-                }
-                // Still unproven alone: the event says so (an unconfirmed timeout).
-                Next::ConfirmAlone(_) => return Ok((result.event, None)),
-                Next::EngineLost(leftover) => {
-                    let lost = format!(
-                        "the Docker engine {} stopped answering during invocation {index}: {}",
-                        pooled.health.described(),
-                        sandbox_message(&result.event)
-                    );
-                    if self.pool.another_is_up(context.profile, lease.index) {
-                        // Removed when the engine is back, before it runs
-                        // anything again.
-                        pooled.keep_leftover(owner, leftover);
-                        self.pool.probe(lease.index);
-                        return Err(CallFault::Moved(lost));
-                    }
-                    match pooled.health.wait_until_up(context.docker, token).await {
-                        Ok(()) => {
-                            if let Err(e) = invocation::remove_leftover(
-                                context.docker,
-                                self.options.engine_timeout,
-                                &leftover,
-                            )
-                            .await
-                            {
-                                // Tried again by the next call, at the
-                                // client's drop, or by the next start's sweep.
-                                warnings.push(e);
-                                pooled.keep_leftover(owner, leftover);
-                            }
-                            outages += 1;
-                            if outages > MAX_OUTAGE_RERUNS {
-                                let reason = format!(
-                                    "{lost}; it was run {outages} times and lost each time"
-                                );
-                                return Ok((result.event, Some(reason)));
-                            }
-                            warnings.push(format!("{lost}; run again once it answered"));
-                        }
-                        Err(unavailable) => {
-                            pooled.keep_leftover(owner, leftover);
-                            return match unavailable {
-                                Unavailable::GaveUp(message) => {
-                                    Err(CallFault::Unavailable(SandboxError::EngineUnavailable {
-                                        message,
-                                    }))
-                                }
-                                Unavailable::Cancelled => Ok((
-                                    InvocationEvent::not_run("the call was cancelled"),
-                                    Some("the call was cancelled".into()),
-                                )),
-                            };
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn sandbox_message(event: &InvocationEvent) -> String {
-    match &event.outcome {
-        Outcome::SandboxError { message } => message.clone(),
-        other => other.kind().to_string(),
     }
 }

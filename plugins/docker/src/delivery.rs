@@ -24,8 +24,8 @@ use futures_util::TryStreamExt;
 use progscore_sandbox::{BUILD_PATH, RuntimeProfile, SANDBOX_DIR};
 
 use crate::engine::describe;
+use crate::held::{ActiveContainers, InUse};
 use crate::options::OWNER_LABEL;
-use crate::pool::{ActiveContainers, InUse};
 
 /// Where a call's files are for its containers.
 pub(crate) enum Files<'a> {

@@ -35,42 +35,6 @@ pub(crate) struct ImageFacts {
     pub repo_digests: Vec<String>,
 }
 
-/// What `doctor` prints for one engine: the engine and the readiness of
-/// every profile that may run on it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct EngineReport {
-    /// Its name (`[engines.NAME]`, or `default`).
-    pub name: String,
-    /// Its address (`unix:///var/run/docker.sock`).
-    pub endpoint: String,
-    /// Programs it runs at once (`None`: bounded by the caller only).
-    pub capacity: Option<usize>,
-    /// The engine and its version, or why it could not be reached.
-    pub engine: String,
-    /// Whether the engine itself is usable (reachable and enforces every limit).
-    pub engine_ok: bool,
-    /// Problems with the engine itself.
-    pub problems: Vec<String>,
-    /// Runtimes the engine lists.
-    pub runtimes: Vec<String>,
-    /// What is measured of a program's time there, and what that costs
-    /// (`None` when the engine was not reached).
-    pub timing: Option<String>,
-    /// One entry per profile.
-    pub profiles: Vec<ProfileCheck>,
-}
-
-/// Whether one profile can run, and why not.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ProfileCheck {
-    /// Profile name.
-    pub profile: String,
-    /// Whether it can run.
-    pub ok: bool,
-    /// The resolved image and runtime when ok, the problem otherwise.
-    pub detail: String,
-}
-
 impl EngineFacts {
     pub(crate) async fn read(docker: &Docker) -> Result<EngineFacts, SandboxError> {
         let info = docker.info().await.map_err(unavailable)?;
@@ -302,85 +266,6 @@ fn root_cause(err: &(dyn std::error::Error + 'static)) -> Option<String> {
         current = cause.source();
     }
     deepest
-}
-
-/// Builds one engine's doctor report from whatever could be learnt.
-pub(crate) fn report(
-    pooled: &crate::pool::PooledEngine,
-    facts: Result<&EngineFacts, &SandboxError>,
-    profiles: Vec<ProfileCheck>,
-) -> EngineReport {
-    let name = pooled.name().to_string();
-    let endpoint = pooled.options.endpoint.url();
-    match facts {
-        Ok(facts) => EngineReport {
-            name,
-            endpoint,
-            capacity: pooled.options.capacity_for(facts.cpus),
-            engine: facts.description.clone(),
-            engine_ok: facts.unsupported.is_empty(),
-            problems: facts
-                .require_limits()
-                .err()
-                .map(|e| vec![e.to_string()])
-                .unwrap_or_default(),
-            runtimes: facts.runtimes.clone(),
-            timing: Some(timing_note(
-                &pooled.options.endpoint,
-                facts,
-                pooled.connected().and_then(|e| e.cgroups.as_ref()),
-            )),
-            profiles,
-        },
-        Err(err) => EngineReport {
-            name,
-            endpoint,
-            capacity: None,
-            engine: "unreachable".into(),
-            engine_ok: false,
-            problems: vec![err.to_string()],
-            runtimes: Vec::new(),
-            timing: None,
-            profiles,
-        },
-    }
-}
-
-/// What `doctor` says of an engine's clock: whether a program's CPU time and
-/// CPU waits are measured there, and what it costs when not.
-pub(crate) fn timing_note(
-    endpoint: &crate::options::Endpoint,
-    facts: &EngineFacts,
-    cgroups: Option<&progscore_container::Cgroups>,
-) -> String {
-    match cgroups {
-        Some(_) => "CPU time, CPU waits and peak memory measured: a wall-clock timeout under \
-            load is given back the time the program waited for a CPU, and proven or confirmed \
-            alone; a program whose processes or threads exited during its window has their waits \
-            unknown, so its wall-clock timeout is proven only by the CPU it used, else \
-            undetermined (`unconfirmed_timeout`), never `false`"
-            .into(),
-        None => {
-            let why = match endpoint {
-                crate::options::Endpoint::Unix(_) => match facts.cgroup_driver.as_deref() {
-                    Some("cgroupfs") => "this process does not see the engine's cgroup \
-                        hierarchies (another cgroup namespace?)"
-                        .to_string(),
-                    driver => format!(
-                        "the engine uses the {} cgroup driver; progscore reads cgroupfs ones",
-                        driver.unwrap_or("unknown")
-                    ),
-                },
-                _ => "the engine is not on this host".into(),
-            };
-            format!(
-                "CPU time and CPU waits NOT measured ({why}): a wall-clock timeout there is \
-                 never proven, whatever else runs, so it is undetermined (`unconfirmed_timeout`), \
-                 never `false`; limits.cpu_time needs the cgroups too. Prove timeouts on an \
-                 engine beside progscore with the cgroupfs driver"
-            )
-        }
-    }
 }
 
 #[cfg(test)]

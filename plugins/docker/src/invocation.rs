@@ -21,23 +21,23 @@ use bollard::errors::Error as BollardError;
 use bollard::models::ContainerInspectResponse;
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, InspectContainerOptions,
-    KillContainerOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions,
+    KillContainerOptionsBuilder, StartContainerOptions,
 };
-use progscore_container::{Cgroups, InvocationCgroup, Load, cpu_limit_reached, output_was_active};
+use progscore_container::{Cgroups, EndedTasks, InvocationCgroup, Load, Measured, Program, Window};
 use progscore_sandbox::{
-    CpuWindow, Invocation, InvocationEvent, Limits, Outcome, Provenance, ResourceUsage,
-    RuntimeProfile, Stage, StreamCapture, TimeLimit, TimeoutProof, fair_extension,
+    Invocation, InvocationEvent, Limits, Outcome, Provenance, ResourceUsage, RuntimeProfile, Stage,
+    StreamCapture,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::container::{Placement, container_spec};
 use crate::delivery::Files;
-use crate::engine::{EngineFacts, ImageFacts, describe, is_transport_error};
+use crate::engine::{EngineFacts, ImageFacts};
 use crate::events::{ContainerEvents, Seen};
 use crate::health::EngineHealth;
+use crate::held::{ActiveContainers, EngineFault, Leftover, remove_container};
 use crate::options::{DockerOptions, OWNER_LABEL};
-use crate::pool::ActiveContainers;
 use crate::streams::{feed_and_drain, wait_for_exit};
 
 /// How long a program's start waits for the proof that the engine's events
@@ -100,52 +100,6 @@ pub(crate) enum Next {
     Stop(String),
 }
 
-/// A container (and its cgroup) whose removal must wait for the engine.
-pub(crate) struct Leftover {
-    pub container: String,
-    pub cgroup: Option<InvocationCgroup>,
-}
-
-/// A failed engine request.
-struct EngineFault {
-    message: String,
-    transport: bool,
-    /// The engine answered with a 5xx: what a stopping engine answers while
-    /// it shuts down (e.g. "grpc: the client connection is closing").
-    server_error: bool,
-    /// The engine answered 409: e.g. the container's removal is already
-    /// in progress (someone else's `docker rm -f`).
-    conflict: bool,
-}
-
-impl EngineFault {
-    fn from(what: &str, err: &BollardError) -> EngineFault {
-        EngineFault {
-            message: format!("{what}: {}", describe(err)),
-            transport: is_transport_error(err),
-            server_error: matches!(
-                err,
-                BollardError::DockerResponseServerError { status_code, .. } if *status_code >= 500
-            ),
-            conflict: matches!(
-                err,
-                BollardError::DockerResponseServerError {
-                    status_code: 409,
-                    ..
-                }
-            ),
-        }
-    }
-}
-
-/// How the program's window ended.
-enum WindowEnd {
-    Exited,
-    Limit(TimeLimit),
-    Cancelled,
-    Fault(EngineFault),
-}
-
 /// What the window and the state showed.
 struct Observed {
     outcome: Outcome,
@@ -203,6 +157,7 @@ pub(crate) async fn run(
         cgroup: cgroup.as_ref(),
         events: &events,
         kills_sent: std::sync::atomic::AtomicUsize::new(0),
+        with_stdin: stdin.is_some(),
     };
     let observed = lifecycle
         .drive(spec.body, stdin, &mut stdout, &mut stderr, alone)
@@ -331,26 +286,6 @@ pub(crate) async fn run(
     }
 }
 
-/// Removes a container left while the engine was gone, and its cgroup.
-pub(crate) async fn remove_leftover(
-    docker: &Docker,
-    engine_timeout: Duration,
-    leftover: &Leftover,
-) -> Result<(), String> {
-    remove_container(docker, engine_timeout, &leftover.container)
-        .await
-        .map_err(|fault| {
-            format!(
-                "failed to remove container {}: {}",
-                leftover.container, fault.message
-            )
-        })?;
-    match &leftover.cgroup {
-        Some(cgroup) => cgroup.remove(),
-        None => Ok(()),
-    }
-}
-
 struct Lifecycle<'c, 'a> {
     context: &'c InvocationContext<'a>,
     name: &'c str,
@@ -359,6 +294,53 @@ struct Lifecycle<'c, 'a> {
     /// The kills progscore asked the engine for: any `kill` event beyond
     /// them came from someone else.
     kills_sent: std::sync::atomic::AtomicUsize,
+    /// Whether stdin is attached (the engine then holds the output open
+    /// until the container stopped).
+    with_stdin: bool,
+}
+
+/// The started container, as the shared window drives it.
+impl Program for Lifecycle<'_, '_> {
+    type Exit = ();
+    type Fault = EngineFault;
+
+    async fn wait(&self) -> Result<(), EngineFault> {
+        wait_for_exit(self.context.docker, self.name)
+            .await
+            .map_err(|err| EngineFault::from(&format!("waiting for container {}", self.name), &err))
+    }
+
+    async fn ended(&self) -> Result<Option<()>, EngineFault> {
+        let running = self.inspect().await?.state.and_then(|s| s.running);
+        Ok((running == Some(false)).then_some(()))
+    }
+
+    async fn kill(&self) {
+        self.send_kill().await;
+    }
+
+    async fn wait_killed(&self) -> Result<(), EngineFault> {
+        self.step(
+            "waiting for the killed",
+            wait_for_exit(self.context.docker, self.name),
+        )
+        .await
+    }
+
+    async fn kill_cancelled(&self) {
+        self.send_kill().await;
+    }
+
+    async fn output_ended(&self, ended: Result<(), String>) -> Result<(), String> {
+        match ended {
+            Ok(()) if self.with_stdin => self.stream_end_is_the_engines().await,
+            other => other,
+        }
+    }
+
+    fn output_fault(&self, message: String) -> EngineFault {
+        EngineFault::plain(message)
+    }
 }
 
 impl Lifecycle<'_, '_> {
@@ -408,7 +390,6 @@ impl Lifecycle<'_, '_> {
             )
             .await?;
         // Attached before start, so no output is missed.
-        let with_stdin = stdin.is_some();
         let attach_options = AttachContainerOptionsBuilder::new()
             .stream(true)
             .stdin(stdin.is_some())
@@ -440,181 +421,59 @@ impl Lifecycle<'_, '_> {
         )
         .await?;
 
-        // The program's clock starts here.
-        let started = Instant::now();
-        let running = self.context.load.enter();
-        let load_at_start = self.context.load.now();
-        let measured = self.cgroup.filter(|cgroup| cgroup.holds(&created.id));
-        let cpu_at_start = measured.and_then(InvocationCgroup::cpu_usage);
-        let waits_at_start = measured.and_then(|cgroup| cgroup.sample_waits(&created.id));
-
+        // The program's window: the timing rule, applied once for every
+        // backend.
         let limits = self.context.limits();
+        let window = Window {
+            name: self.name,
+            limits,
+            load: self.context.load,
+            cpus: self.context.engine.cpus,
+            alone,
+            token,
+            output_bound: self.context.options.engine_timeout,
+        };
         let last_output = std::sync::Mutex::new(None::<Instant>);
         let io = feed_and_drain(attached, stdin, stdout, stderr, &last_output, self.name);
-        tokio::pin!(io);
-        let mut io_end: Option<Result<(), String>> = None;
-        let exit = wait_for_exit(docker, self.name);
-        tokio::pin!(exit);
-        let cpu_limit = cpu_limit_reached(measured, cpu_at_start, limits.cpu_time());
-        tokio::pin!(cpu_limit);
-        let deadline = tokio::time::sleep_until(started + limits.timeout());
-        tokio::pin!(deadline);
-        // Under gVisor the cgroup's tasks are the sandbox's own.
-        let ended_tasks = if self.context.runtime == "runsc" {
-            progscore_container::EndedTasks::Counted
-        } else {
-            progscore_container::EndedTasks::Unknown
+        let cgroup = self.cgroup.filter(|cgroup| cgroup.holds(&created.id));
+        let measure = || Measured {
+            cgroup,
+            leaf: &created.id,
+            cpu_at_start: cgroup.and_then(InvocationCgroup::cpu_usage),
+            waits_at_start: cgroup.and_then(|cgroup| cgroup.sample_waits(&created.id)),
+            // Under gVisor the cgroup's tasks are the sandbox's own.
+            ended_tasks: if self.context.runtime == "runsc" {
+                EndedTasks::Counted
+            } else {
+                EndedTasks::Unknown
+            },
         };
-        let cpu_wait = || {
-            measured
-                .and_then(|cgroup| cgroup.sample_waits(&created.id))
-                .and_then(|now| {
-                    now.excess_since(&waits_at_start.clone().unwrap_or_default(), ended_tasks)
-                })
-        };
-        let end = loop {
-            tokio::select! {
-                biased;
-                () = token.cancelled() => break WindowEnd::Cancelled,
-                waited = &mut exit => break match waited {
-                    Ok(()) => WindowEnd::Exited,
-                    Err(err) => WindowEnd::Fault(EngineFault::from(
-                        &format!("waiting for container {}", self.name), &err)),
-                },
-                // The streams may end before the program does (it closed
-                // them): keep waiting for the exit.
-                ended = &mut io, if io_end.is_none() => {
-                    io_end = Some(match ended {
-                        Ok(()) if with_stdin => self.stream_end_is_the_engines().await,
-                        other => other,
-                    });
-                }
-                () = &mut deadline => {
-                    // Time the program waited for a CPU is given back.
-                    let more = cpu_wait().and_then(|wait| {
-                        fair_extension(limits.timeout(), started.elapsed(), wait)
-                    });
-                    match more {
-                        Some(more) => deadline.as_mut().reset(Instant::now() + more),
-                        None => break WindowEnd::Limit(TimeLimit::Wall),
-                    }
-                }
-                () = &mut cpu_limit => break WindowEnd::Limit(TimeLimit::Cpu),
-            }
-        };
-        let window = started.elapsed();
-
-        let mut confirm = None;
-        let mut starved = None;
-        let timed_out = match end {
-            WindowEnd::Fault(fault) => return Err(fault),
-            WindowEnd::Cancelled => {
-                self.kill().await;
-                return Ok(not_run());
-            }
-            WindowEnd::Exited => None,
-            WindowEnd::Limit(limit) => {
-                // Measured before the kill, while the container still runs.
-                let cpu_window = CpuWindow {
-                    limit: limits.timeout(),
-                    elapsed: window,
-                    cpu: measured
-                        .and_then(InvocationCgroup::cpu_usage)
-                        .zip(cpu_at_start)
-                        .map(|(now, then)| now.saturating_sub(then)),
-                    cpu_wait: cpu_wait(),
-                    output_active: output_was_active(&last_output, window),
-                    oversubscribed: load_at_start.max(self.context.load.now())
-                        > self.context.engine.cpus,
-                };
-                starved = cpu_window.cpu_wait;
-                let still_running = self.inspect().await?.state.and_then(|s| s.running);
-                if still_running == Some(false) {
-                    // It ended on its own as the limit fired.
-                    None
-                } else {
-                    self.kill().await;
-                    let proof = match limit {
-                        TimeLimit::Cpu => TimeoutProof::Proven,
-                        TimeLimit::Wall => cpu_window.judge(limits.cpus, alone),
-                    };
-                    let unconfirmed = match proof {
-                        TimeoutProof::Proven => None,
-                        TimeoutProof::Confirm(why) => {
-                            confirm = Some(why.clone());
-                            Some(why)
-                        }
-                        TimeoutProof::Unconfirmed(why) => Some(why),
-                    };
-                    self.step("waiting for the killed", wait_for_exit(docker, self.name))
-                        .await?;
-                    Some(Outcome::TimedOut { limit, unconfirmed })
-                }
-            }
-        };
-        drop(running);
-
-        // The program has ended: its output must end too, within the engine's bound.
-        if io_end.is_none() {
-            let limit = self.context.options.engine_timeout;
-            io_end = Some(match tokio::time::timeout(limit, &mut io).await {
-                Ok(ended) => ended,
-                Err(_) => Err(format!(
-                    "the output of container {} did not end within {limit:?} of its exit",
-                    self.name
-                )),
-            });
+        let mut watched = window.watch(self, measure, io, &last_output, None).await?;
+        if watched.exit.is_none() {
+            return Ok(not_run());
         }
-        if let Some(Err(message)) = io_end {
-            return Err(EngineFault {
-                message,
-                transport: false,
-                server_error: false,
-                conflict: false,
-            });
-        }
+        let measured = cgroup;
 
         let state = self.inspect().await?.state.unwrap_or_default();
-        let killed_by_us = timed_out.is_some();
+        let killed_by_us = watched.killed.is_some();
         let outcome = if state.oom_killed == Some(true) {
             Outcome::MemoryLimit
         } else if state.running == Some(true) {
-            return Err(EngineFault {
-                message: format!(
-                    "container {} still running after the engine reported its end",
-                    self.name
-                ),
-                transport: false,
-                server_error: false,
-                conflict: false,
-            });
+            return Err(EngineFault::plain(format!(
+                "container {} still running after the engine reported its end",
+                self.name
+            )));
         } else {
-            match (timed_out, state.exit_code) {
-                // Killed by us (SIGKILL): the limit's outcome.
-                (Some(timed_out), Some(137)) => timed_out,
-                // Exited on its own before the kill landed.
-                (_, Some(exit_code)) => {
-                    confirm = None;
-                    Outcome::Exited { exit_code }
-                }
-                (_, None) => {
-                    return Err(EngineFault {
-                        message: format!("container {} has no exit code in its state", self.name),
-                        transport: false,
-                        server_error: false,
-                        conflict: false,
-                    });
+            match state.exit_code {
+                Some(exit_code) => watched.outcome(exit_code),
+                None => {
+                    return Err(EngineFault::plain(format!(
+                        "container {} has no exit code in its state",
+                        self.name
+                    )));
                 }
             }
         };
-        let usage = measured.map(|cgroup| ResourceUsage {
-            cpu_ms: cgroup
-                .cpu_usage()
-                .zip(cpu_at_start)
-                .map(|(end, start)| millis(end.saturating_sub(start))),
-            peak_memory_bytes: cgroup.peak_memory(),
-            cpu_wait_ms: starved.map(millis),
-        });
         // The engine's state can miss an OOM kill (its exit can reach the
         // engine before the OOM event, seen under gVisor); the cgroup's own
         // count of OOM kills cannot (a peak at the cap can be page cache).
@@ -631,9 +490,9 @@ impl Lifecycle<'_, '_> {
             !killed_by_us && matches!(outcome, Outcome::Exited { exit_code: 137 });
         Ok(Observed {
             outcome,
-            duration: window,
-            usage,
-            confirm,
+            duration: watched.duration,
+            usage: watched.usage,
+            confirm: watched.confirm,
             unexplained_sigkill,
         })
     }
@@ -704,7 +563,7 @@ impl Lifecycle<'_, '_> {
         .await
     }
 
-    async fn kill(&self) {
+    async fn send_kill(&self) {
         self.kills_sent
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let options = KillContainerOptionsBuilder::new().signal("SIGKILL").build();
@@ -737,32 +596,6 @@ impl Lifecycle<'_, '_> {
     }
 }
 
-/// Force-removes a container and its anonymous volumes. One that does not
-/// exist is already removed.
-async fn remove_container(
-    docker: &Docker,
-    engine_timeout: Duration,
-    name: &str,
-) -> Result<(), EngineFault> {
-    let options = RemoveContainerOptionsBuilder::new()
-        .force(true)
-        .v(true)
-        .build();
-    match tokio::time::timeout(engine_timeout, docker.remove_container(name, Some(options))).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(BollardError::DockerResponseServerError {
-            status_code: 404, ..
-        })) => Ok(()),
-        Ok(Err(err)) => Err(EngineFault::from("removing", &err)),
-        Err(_) => Err(EngineFault {
-            message: format!("removing: the engine did not answer within {engine_timeout:?}"),
-            transport: true,
-            server_error: false,
-            conflict: false,
-        }),
-    }
-}
-
 fn not_run() -> Observed {
     Observed {
         outcome: Outcome::NotRun {
@@ -773,8 +606,4 @@ fn not_run() -> Observed {
         confirm: None,
         unexplained_sigkill: false,
     }
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

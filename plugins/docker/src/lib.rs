@@ -16,17 +16,20 @@
 mod client;
 mod container;
 mod delivery;
+mod doctor;
 mod engine;
 mod events;
 mod health;
+mod held;
 mod invocation;
 mod options;
 mod pool;
+mod program;
 mod streams;
 mod sweep;
 
 pub use client::DockerClient;
-pub use engine::{EngineReport, ProfileCheck};
+pub use doctor::{EngineReport, ProfileCheck};
 pub use options::{
     Capacity, DEFAULT_CALLS_PER_CPU, DEFAULT_ENGINE_NAME, DEFAULT_ENGINE_TIMEOUT,
     DEFAULT_OUTAGE_WAIT, DockerOptions, Endpoint, EngineOptions, OWNER_LABEL, TlsFiles,

@@ -8,8 +8,8 @@ use bollard::query_parameters::{ListContainersOptionsBuilder, RemoveContainerOpt
 use progscore_sandbox::{Owner, SandboxError};
 
 use crate::engine;
+use crate::held::{ActiveContainers, Engine};
 use crate::options::{OWNER_KIND, OWNER_LABEL};
-use crate::pool::{ActiveContainers, Engine};
 
 /// Removes what progscore processes that are provably gone left behind:
 /// their containers on every engine given, their cgroups and workspace

@@ -1,20 +1,20 @@
-//! The OCI implementation of [`SandboxClient`]: one call is a workspace and
+//! The OCI implementation of `SandboxClient`: one call is a workspace and
 //! its invocations in order (each run again alone when its timeout must be
-//! confirmed), on a runtime of the client's own so that a dropped call waits
-//! for its cleanup.
+//! confirmed), behind the container backends' shared face (a runtime of the
+//! client's own, so that a dropped call waits for its cleanup).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_container::{
-    BuildDisk, Cgroups, Load, Slot, Workspace, compile_event, shut_down, spawn_guarded,
+    BuildDisk, Cases, Cgroups, Guarded, Load, Schedule, Workspace, compile_event,
 };
 use progscore_sandbox::{
-    Backend, BoxFuture, CompileEvent, Invocation, InvocationEvent, Owner, Preflight, ProgramRun,
-    RuntimeProfile, SandboxClient, SandboxError, Stage, sha256_hex,
+    Backend, Invocation, InvocationEvent, Owner, Preflight, ProgramRun, RuntimeProfile,
+    SandboxError, Stage, sha256_hex,
 };
-use tokio::sync::{Mutex, OnceCell, RwLock};
+use tokio::sync::{Mutex, OnceCell};
 use tokio_util::sync::CancellationToken;
 
 use crate::image::Images;
@@ -26,8 +26,7 @@ use crate::sweep::sweep_dead_owners;
 /// Runs programs in fresh hardened containers started by an OCI runtime
 /// binary (runc, runsc) directly, from images fetched by digest: no daemon.
 pub struct OciClient {
-    inner: Arc<Inner>,
-    runtime: Option<tokio::runtime::Runtime>,
+    client: Guarded<Inner>,
 }
 
 struct Inner {
@@ -44,7 +43,7 @@ struct Inner {
     load: Load,
     /// Shared by every invocation; taken exclusively to confirm a timeout
     /// with no other program of this client running.
-    schedule: RwLock<()>,
+    schedule: Schedule,
 }
 
 impl OciClient {
@@ -59,48 +58,39 @@ impl OciClient {
             Owner::register(&options.owner_root, OWNER_KIND).map_err(|e| SandboxError::Setup {
                 message: format!("cannot register the client's workspace folder: {e}"),
             })?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("progscore-oci")
-            .enable_all()
-            .build()
-            .map_err(|e| SandboxError::Setup {
-                message: format!("cannot start the OCI client's runtime: {e}"),
-            })?;
         let images = Images::new(&options)?;
+        let inner = Inner {
+            cgroups: Cgroups::discover_host(),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            options,
+            profiles,
+            owner,
+            swept: OnceCell::new(),
+            runtimes: Mutex::new(HashMap::new()),
+            images,
+            load: Load::default(),
+            schedule: Schedule::default(),
+        };
         Ok(OciClient {
-            inner: Arc::new(Inner {
-                cgroups: Cgroups::discover_host(),
-                cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-                options,
-                profiles,
-                owner,
-                swept: OnceCell::new(),
-                runtimes: Mutex::new(HashMap::new()),
-                images,
-                load: Load::default(),
-                schedule: RwLock::new(()),
-            }),
-            runtime: Some(runtime),
+            client: Guarded::new(inner, "progscore-oci")?,
         })
     }
 
     /// The owner name of this client (its bundles, state and cgroups are named after it).
     pub fn owner(&self) -> &str {
-        self.inner.owner.name()
+        self.client.backend().owner.name()
     }
 
     /// This client's private folder (workspaces and bundles live below it).
     pub fn owner_dir(&self) -> &std::path::Path {
-        self.inner.owner.dir()
+        self.client.backend().owner.dir()
     }
 
     /// Every image in the cache, each checked against the listing recorded
     /// when it was unpacked (a changed tree names its problems; the next
     /// run that uses it rebuilds it).
     pub async fn cached_images(&self) -> Vec<progscore_oci_image::CachedImage> {
-        let inner = self.inner.clone();
-        let task = self.spawn(async move {
+        let task = self.client.spawn(|inner| async move {
             tokio::task::spawn_blocking(move || inner.images.cached())
                 .await
                 .unwrap_or_default()
@@ -111,120 +101,67 @@ impl OciClient {
     /// What `progscore doctor` shows for each OCI profile: the runtime, the
     /// image (fetched and unpacked if missing, its tree verified), the cgroups.
     pub async fn diagnose(&self) -> Vec<(String, Result<String, SandboxError>)> {
-        let inner = self.inner.clone();
-        let task = self.spawn(async move {
+        let task = self.client.spawn(|inner| async move {
             let mut report = Vec::new();
             for profile in inner.profiles.iter().filter(|p| p.backend == Backend::Oci) {
-                let checked = inner.preflight(profile).await.map(|found| found.detail);
+                let checked = inner.check(profile).await.map(|found| found.detail);
                 report.push((profile.name.clone(), checked));
             }
             report
         });
         task.await.unwrap_or_default()
     }
-
-    fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
-    where
-        F: std::future::Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        self.runtime().spawn(future)
-    }
-
-    fn runtime(&self) -> &tokio::runtime::Runtime {
-        self.runtime
-            .as_ref()
-            .expect("the runtime lives as long as the client")
-    }
 }
 
-impl Drop for OciClient {
-    fn drop(&mut self) {
-        // No call can be in flight here (calls borrow the client), but a
-        // preflight whose caller gave up (a signal during the checks) may
-        // be: it is dropped now, with the owner record it holds.
-        if let Some(runtime) = self.runtime.take() {
-            shut_down(runtime);
-        }
+progscore_container::delegate_sandbox_client!(OciClient, client);
+
+impl progscore_container::Backend for Inner {
+    const KIND: Backend = Backend::Oci;
+
+    fn profiles(&self) -> &[RuntimeProfile] {
+        &self.profiles
+    }
+
+    fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    /// Kills until the runtime ends, its exit, a delete, each bounded by
+    /// the runtime timeout.
+    fn cleanup_bound(&self) -> Duration {
+        self.options.runtime_timeout * 4 + Duration::from_secs(10)
+    }
+
+    async fn run(
+        &self,
+        program: &[u8],
+        profile: &RuntimeProfile,
+        invocations: &[Invocation],
+        token: &CancellationToken,
+    ) -> Result<ProgramRun, SandboxError> {
+        self.run_program(program, profile, invocations, token).await
+    }
+
+    async fn preflight(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
+        self.check(profile).await
+    }
+
+    fn stopped(&self) {
         // The runtimes' state folders of this client, when empty (a
         // container left in one is for the next client's sweep).
-        if let Ok(runtimes) = self.inner.runtimes.try_lock() {
+        if let Ok(runtimes) = self.runtimes.try_lock() {
             for runtime in runtimes.values() {
                 let _ = std::fs::remove_dir(runtime.state_root());
             }
         }
-        let _ = std::fs::remove_dir(self.inner.options.state_root.join(self.inner.owner.name()));
-        if let Some(cgroups) = &self.inner.cgroups {
-            cgroups.release_owner(self.inner.owner.name());
+        let _ = std::fs::remove_dir(self.options.state_root.join(self.owner.name()));
+        if let Some(cgroups) = &self.cgroups {
+            cgroups.release_owner(self.owner.name());
         }
-    }
-}
-
-impl SandboxClient for OciClient {
-    fn profiles(&self) -> Vec<&RuntimeProfile> {
-        self.inner.profiles.iter().collect()
-    }
-
-    fn execute<'a>(
-        &'a self,
-        program: &'a [u8],
-        profile: &'a str,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        let inner = self.inner.clone();
-        let program = program.to_vec();
-        let profile = profile.to_string();
-        let invocations = invocations.to_vec();
-        // A dropped call waits for its cleanup: kills until the runtime
-        // ends, its exit, a delete, each bounded by the runtime timeout.
-        let cleanup_bound = self.inner.options.runtime_timeout * 4 + Duration::from_secs(10);
-        let task = spawn_guarded(self.runtime(), cleanup_bound, |token| async move {
-            // Not done if the task is dropped mid-cleanup (its bound overran
-            // and the client stopped): the owner's record then stays, so the
-            // next start's sweep finds what the call left.
-            let cleanup = inner.owner.cleanup_pending();
-            let run = inner.run(&program, &profile, &invocations, &token).await;
-            cleanup.done();
-            run
-        });
-        Box::pin(async move {
-            task.await.map_err(|e| SandboxError::Setup {
-                message: format!("the sandbox task failed: {e}"),
-            })?
-        })
-    }
-
-    fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
-        let inner = self.inner.clone();
-        let profile = profile.to_string();
-        let task = self.spawn(async move {
-            let profile = inner.oci_profile(&profile)?;
-            inner.preflight(profile).await
-        });
-        Box::pin(async move {
-            task.await.map_err(|e| SandboxError::Setup {
-                message: format!("the preflight task failed: {e}"),
-            })?
-        })
     }
 }
 
 impl Inner {
-    fn oci_profile(&self, name: &str) -> Result<&RuntimeProfile, SandboxError> {
-        let profile = self
-            .profiles
-            .iter()
-            .find(|p| p.name == name)
-            .ok_or_else(|| SandboxError::unknown_profile(name, &self.profiles))?;
-        if profile.backend != Backend::Oci {
-            return Err(SandboxError::WrongBackend {
-                profile: profile.name.clone(),
-                backend: profile.backend.to_string(),
-            });
-        }
-        Ok(profile)
-    }
-
     fn cgroups(&self) -> Result<&Cgroups, SandboxError> {
         let cgroups = self
             .cgroups
@@ -300,7 +237,7 @@ impl Inner {
         Ok((cgroups, runtime, image))
     }
 
-    async fn preflight(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
+    async fn check(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
         let (_, runtime, image) = self.ready(profile).await?;
         Ok(Preflight::of(
             profile,
@@ -316,15 +253,15 @@ impl Inner {
         ))
     }
 
-    async fn run(
+    /// The workspace, the compile (when the profile has one) and the cases
+    /// in order.
+    async fn run_program(
         &self,
         program: &[u8],
-        profile_name: &str,
+        profile: &RuntimeProfile,
         invocations: &[Invocation],
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
-        let profile = self.oci_profile(profile_name)?;
-        profile.check_invocations(invocations)?;
         let (cgroups, runtime, image) = self.ready(profile).await?;
         let workspace =
             Workspace::create(self.owner.dir(), program).map_err(|e| SandboxError::Setup {
@@ -363,27 +300,18 @@ impl Inner {
             }
             None => None,
         };
-        // A build that failed decides every case the same way.
-        let failed_build = compile.as_ref().and_then(CompileEvent::case_event);
+        let mut cases = Cases::new(compile.as_ref(), token);
         let mut events = Vec::with_capacity(invocations.len());
-        let mut stop_reason: Option<String> = None;
         for (index, invocation) in invocations.iter().enumerate() {
-            if let Some(event) = &failed_build {
-                events.push(event.clone());
-                continue;
-            }
-            if stop_reason.is_none() && token.is_cancelled() {
-                stop_reason = Some("the call was cancelled".into());
-            }
-            if let Some(reason) = &stop_reason {
-                events.push(InvocationEvent::not_run(reason.clone()));
+            if let Some(event) = cases.decided() {
+                events.push(event);
                 continue;
             }
             let (event, stop) = self
                 .run_invocation(&context, index, invocation, &mut warnings)
                 .await;
             events.push(event);
-            stop_reason = stop;
+            cases.ran(stop);
         }
         if let Err(warning) = workspace.remove() {
             warnings.push(warning);
@@ -414,20 +342,11 @@ impl Inner {
         let token = context.token;
         let mut alone = false;
         loop {
-            let slot = async {
-                if alone {
-                    Slot::Alone(self.schedule.write().await)
-                } else {
-                    Slot::Shared(self.schedule.read().await)
-                }
-            };
-            let _slot = tokio::select! {
-                biased;
-                () = token.cancelled() => {
-                    return (InvocationEvent::not_run("the call was cancelled"),
-                            Some("the call was cancelled".into()));
-                }
-                slot = slot => slot,
+            let Some(_slot) = self.schedule.slot(alone, token).await else {
+                return (
+                    InvocationEvent::not_run("the call was cancelled"),
+                    Some("the call was cancelled".into()),
+                );
             };
             let result = invocation::run(context, index, invocation, alone).await;
             warnings.extend(result.warnings);

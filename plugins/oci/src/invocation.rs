@@ -25,10 +25,12 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use progscore_container::{Cgroups, InvocationCgroup, Load, cpu_limit_reached, output_was_active};
+use progscore_container::{
+    Cgroups, EndedTasks, InvocationCgroup, Load, Measured, Program, Window, millis,
+};
 use progscore_sandbox::{
-    CpuWindow, Invocation, InvocationEvent, Limits, Outcome, Provenance, ResourceUsage,
-    RuntimeProfile, Stage, StreamCapture, TimeLimit, TimeoutProof, fair_extension,
+    Invocation, InvocationEvent, Limits, Outcome, Provenance, ResourceUsage, RuntimeProfile, Stage,
+    StreamCapture,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStderr, ChildStdout};
@@ -101,13 +103,6 @@ pub(crate) enum Next {
     ConfirmAlone(String),
     /// Run nothing more in this call (the text says why).
     Stop(String),
-}
-
-/// How the program's window ended.
-enum WindowEnd {
-    Exited(std::io::Result<ExitStatus>),
-    Limit(TimeLimit),
-    Cancelled,
 }
 
 /// What the window showed.
@@ -296,6 +291,57 @@ struct Lifecycle<'c, 'a> {
     bundle_dir: &'c Path,
 }
 
+/// The container once the runtime released the program, as the shared
+/// window drives it: the runtime's process is its parent and exits with its
+/// status.
+struct Started<'l, 'c, 'a> {
+    lifecycle: &'l Lifecycle<'c, 'a>,
+    child: tokio::sync::Mutex<Child>,
+}
+
+impl Program for Started<'_, '_, '_> {
+    type Exit = std::io::Result<ExitStatus>;
+    type Fault = String;
+
+    async fn wait(&self) -> Result<Self::Exit, String> {
+        Ok(self.child.lock().await.wait().await)
+    }
+
+    async fn ended(&self) -> Result<Option<Self::Exit>, String> {
+        Ok(match self.child.lock().await.try_wait() {
+            Ok(Some(status)) => Some(Ok(status)),
+            _ => None,
+        })
+    }
+
+    async fn kill(&self) {
+        self.lifecycle.kill(&mut *self.child.lock().await).await;
+    }
+
+    async fn wait_killed(&self) -> Result<Self::Exit, String> {
+        let bound = self.lifecycle.context.options.runtime_timeout;
+        let mut child = self.child.lock().await;
+        tokio::time::timeout(bound, child.wait())
+            .await
+            .map_err(|_| {
+                format!(
+                    "container {} did not end within {bound:?} of its kill",
+                    self.lifecycle.name
+                )
+            })
+    }
+
+    async fn kill_cancelled(&self) {
+        self.lifecycle
+            .kill_and_reap(&mut *self.child.lock().await)
+            .await;
+    }
+
+    fn output_fault(&self, message: String) -> String {
+        message
+    }
+}
+
 impl Lifecycle<'_, '_> {
     /// Start, the program's window, the outcome.
     async fn drive(
@@ -351,8 +397,7 @@ impl Lifecycle<'_, '_> {
             &last_output,
         );
         tokio::pin!(io);
-        let mut io_done = false;
-        let mut io_failed = None;
+        let mut io_end: Option<Result<(), String>> = None;
 
         // The container starts: the program's clock starts once the runtime
         // released it.
@@ -373,10 +418,7 @@ impl Lifecycle<'_, '_> {
                     early_exit = Some(status);
                     break;
                 }
-                read = &mut io, if !io_done => {
-                    io_done = true;
-                    io_failed = read.err();
-                }
+                read = &mut io, if io_end.is_none() => io_end = Some(read),
                 () = &mut start_deadline => {
                     self.kill_and_reap(&mut child).await;
                     return Err(format!(
@@ -397,145 +439,66 @@ impl Lifecycle<'_, '_> {
                 self.runtime_log()
             ));
         }
-        let started = Instant::now();
-        let running = self.context.load.enter();
-        let load_at_start = self.context.load.now();
+        // The program's window: the timing rule, applied once for every
+        // backend.
+        let window = Window {
+            name: self.name,
+            limits: self.context.limits(),
+            load: self.context.load,
+            cpus: self.context.cpus,
+            alone,
+            token,
+            output_bound: bound,
+        };
         let cgroup = self.cgroup;
         // The runtime removes the container's own cgroup once the program
         // ends, so one that already ended (before its pid file was seen, or
-        // between that and this line) is measured from the parent alone:
-        // made empty for this invocation, it counts nothing else (only the
-        // runtime's few milliseconds before exec).
-        let running_in_leaf = cgroup.holds(LEAF);
-        let cpu_at_start = if running_in_leaf {
-            cgroup.cpu_usage()
-        } else {
-            Some(Duration::ZERO)
-        };
-        let waits_at_start = if running_in_leaf {
-            cgroup.sample_waits(LEAF)
-        } else {
-            None
-        };
-
-        let limits = self.context.limits();
-        let cpu_limit = cpu_limit_reached(Some(cgroup), cpu_at_start, limits.cpu_time());
-        tokio::pin!(cpu_limit);
-        let deadline = tokio::time::sleep_until(started + limits.timeout());
-        tokio::pin!(deadline);
-        // Under gVisor the cgroup's tasks are the sandbox's own.
-        let ended_tasks = if self.context.runtime.kind == crate::runtime::RuntimeKind::Runsc {
-            progscore_container::EndedTasks::Counted
-        } else {
-            progscore_container::EndedTasks::Unknown
-        };
-        let cpu_wait = || {
-            cgroup.sample_waits(LEAF).and_then(|now| {
-                now.excess_since(&waits_at_start.clone().unwrap_or_default(), ended_tasks)
-            })
-        };
-        let end = match early_exit {
-            Some(status) => WindowEnd::Exited(status),
-            None => loop {
-                tokio::select! {
-                    biased;
-                    () = token.cancelled() => break WindowEnd::Cancelled,
-                    status = child.wait() => break WindowEnd::Exited(status),
-                    // The streams may end before the program does.
-                    read = &mut io, if !io_done => {
-                    io_done = true;
-                    io_failed = read.err();
-                }
-                    () = &mut deadline => {
-                        // Time the program waited for a CPU is given back.
-                        let more = cpu_wait().and_then(|wait| {
-                            fair_extension(limits.timeout(), started.elapsed(), wait)
-                        });
-                        match more {
-                            Some(more) => deadline.as_mut().reset(Instant::now() + more),
-                            None => break WindowEnd::Limit(TimeLimit::Wall),
-                        }
-                    }
-                    () = &mut cpu_limit => break WindowEnd::Limit(TimeLimit::Cpu),
-                }
-            },
-        };
-        let window = started.elapsed();
-
-        let mut confirm = None;
-        let mut starved = None;
-        let (status, timed_out) = match end {
-            WindowEnd::Cancelled => {
-                self.kill_and_reap(&mut child).await;
-                return Ok(not_run());
-            }
-            WindowEnd::Exited(status) => (status, None),
-            WindowEnd::Limit(limit) => {
-                // Measured before the kill, while the program still runs.
-                let cpu_window = CpuWindow {
-                    limit: limits.timeout(),
-                    elapsed: window,
-                    cpu: cgroup
-                        .cpu_usage()
-                        .zip(cpu_at_start)
-                        .map(|(now, then)| now.saturating_sub(then)),
-                    cpu_wait: cpu_wait(),
-                    output_active: output_was_active(&last_output, window),
-                    oversubscribed: load_at_start.max(self.context.load.now()) > self.context.cpus,
-                };
-                starved = cpu_window.cpu_wait;
-                match child.try_wait() {
-                    // It ended on its own as the limit fired.
-                    Ok(Some(status)) => (Ok(status), None),
-                    _ => {
-                        self.kill(&mut child).await;
-                        let proof = match limit {
-                            TimeLimit::Cpu => TimeoutProof::Proven,
-                            TimeLimit::Wall => cpu_window.judge(limits.cpus, alone),
-                        };
-                        let unconfirmed = match proof {
-                            TimeoutProof::Proven => None,
-                            TimeoutProof::Confirm(why) => {
-                                confirm = Some(why.clone());
-                                Some(why)
-                            }
-                            TimeoutProof::Unconfirmed(why) => Some(why),
-                        };
-                        let status = match tokio::time::timeout(bound, child.wait()).await {
-                            Ok(status) => status,
-                            Err(_) => {
-                                return Err(format!(
-                                    "container {} did not end within {bound:?} of its kill",
-                                    self.name
-                                ));
-                            }
-                        };
-                        (status, Some(Outcome::TimedOut { limit, unconfirmed }))
-                    }
-                }
+        // between that and its window's start) is measured from the parent
+        // alone: made empty for this invocation, it counts nothing else
+        // (only the runtime's few milliseconds before exec).
+        let measure = || {
+            let running_in_leaf = cgroup.holds(LEAF);
+            Measured {
+                cgroup: Some(cgroup),
+                leaf: LEAF,
+                cpu_at_start: if running_in_leaf {
+                    cgroup.cpu_usage()
+                } else {
+                    Some(Duration::ZERO)
+                },
+                waits_at_start: if running_in_leaf {
+                    cgroup.sample_waits(LEAF)
+                } else {
+                    None
+                },
+                // Under gVisor the cgroup's tasks are the sandbox's own.
+                ended_tasks: if runtime.kind == RuntimeKind::Runsc {
+                    EndedTasks::Counted
+                } else {
+                    EndedTasks::Unknown
+                },
             }
         };
-        drop(running);
-
-        // The program has ended: its output must end too, within the bound.
-        if !io_done {
-            match tokio::time::timeout(bound, &mut io).await {
-                Ok(read) => io_failed = read.err(),
-                Err(_) => {
-                    return Err(format!(
-                        "the output of container {} did not end within {bound:?} of its exit",
-                        self.name
-                    ));
-                }
+        // Output that ended (or failed) while the container started counts
+        // as it did then.
+        let name = self.name;
+        let io = async move {
+            match io_end {
+                Some(ended) => ended,
+                None => io.await,
             }
-        }
-        // Output cut short by a read error is not the program's whole output.
-        if let Some(e) = io_failed {
-            return Err(format!(
-                "reading the output of container {}: {e}",
-                self.name
-            ));
-        }
+            .map_err(|e| format!("reading the output of container {name}: {e}"))
+        };
+        let program = Started {
+            lifecycle: self,
+            child: tokio::sync::Mutex::new(child),
+        };
+        let mut watched = window
+            .watch(&program, measure, io, &last_output, early_exit)
+            .await?;
+        let Some(status) = watched.exit.take() else {
+            return Ok(not_run());
+        };
 
         let status = status.map_err(|e| format!("waiting for {}: {e}", runtime.name))?;
         let Some(code) = status.code() else {
@@ -557,7 +520,7 @@ impl Lifecycle<'_, '_> {
         }
         // Read once: a v1 notification is consumed by its read.
         let oom_killed = oom.fired();
-        let killed_by_us = timed_out.is_some() && code == 137;
+        let killed_by_us = watched.killed.is_some() && code == 137;
         // An OOM kill under runsc may hit the sandbox itself: its outcome is
         // the limit's whatever the sandbox noted.
         if !killed_by_us && !oom_killed {
@@ -566,47 +529,30 @@ impl Lifecycle<'_, '_> {
         let outcome = if oom_killed {
             Outcome::MemoryLimit
         } else {
-            match timed_out {
-                // Killed by us (SIGKILL): the limit's outcome.
-                Some(timed_out) if killed_by_us => timed_out,
-                // 137 is 128 + SIGKILL. Under runc the program is PID 1 of
-                // its namespace, which cannot SIGKILL itself, so that kill
-                // came from outside (no limit of the program's caused it);
-                // but `runc run` reports a program's own `exit(137)` with
-                // the same status, and nothing else here tells the two
-                // apart: the run proves nothing. (runsc: the sandbox's own
-                // exit was checked above, and a program can SIGKILL itself
-                // there.)
-                _ if code == 137 && runtime.kind != RuntimeKind::Runsc => {
-                    return Err(format!(
-                        "container {} ended with status 137 (SIGKILL) that neither progscore \
-                         nor a limit of the program sent: a kill from outside the sandbox, \
-                         which {} cannot tell apart from the program's own exit(137)",
-                        self.name, runtime.name
-                    ));
-                }
-                // Exited on its own (before the kill landed, if there was one).
-                _ => {
-                    confirm = None;
-                    Outcome::Exited {
-                        exit_code: i64::from(code),
-                    }
-                }
+            // 137 is 128 + SIGKILL. Under runc the program is PID 1 of
+            // its namespace, which cannot SIGKILL itself, so that kill
+            // came from outside (no limit of the program's caused it);
+            // but `runc run` reports a program's own `exit(137)` with
+            // the same status, and nothing else here tells the two
+            // apart: the run proves nothing. (runsc: the sandbox's own
+            // exit was checked above, and a program can SIGKILL itself
+            // there.)
+            if code == 137 && !killed_by_us && runtime.kind != RuntimeKind::Runsc {
+                return Err(format!(
+                    "container {} ended with status 137 (SIGKILL) that neither progscore \
+                     nor a limit of the program sent: a kill from outside the sandbox, \
+                     which {} cannot tell apart from the program's own exit(137)",
+                    self.name, runtime.name
+                ));
             }
+            // Killed by us (SIGKILL): the limit's outcome; else its own exit.
+            watched.outcome(i64::from(code))
         };
-        let usage = Some(ResourceUsage {
-            cpu_ms: cgroup
-                .cpu_usage()
-                .zip(cpu_at_start)
-                .map(|(end, start)| millis(end.saturating_sub(start))),
-            peak_memory_bytes: cgroup.peak_memory(),
-            cpu_wait_ms: starved.map(millis),
-        });
         Ok(Observed {
             outcome,
-            duration: window,
-            usage,
-            confirm,
+            duration: watched.duration,
+            usage: watched.usage,
+            confirm: watched.confirm,
         })
     }
 
@@ -867,8 +813,4 @@ fn not_run() -> Observed {
         usage: None,
         confirm: None,
     }
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

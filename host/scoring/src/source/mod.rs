@@ -1,35 +1,29 @@
 //! The program-execution evidence source: finds an attempt's observation in
 //! the store, or runs the program, sharing one in-flight run between
 //! concurrent callers of the same attempt, and, through a lease in the
-//! store, between processes sharing the store.
+//! store, between processes sharing the store (`lease`). The single
+//! flight in this process is `flights`; what a run becomes, `observation`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+mod flights;
+mod lease;
+mod observation;
+
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use progscore_evidence::{EvidenceStore, Observation, now_rfc3339};
-use progscore_sandbox::{InvocationEvent, Outcome, ProgramRun, SandboxClient, SandboxError};
+use progscore_evidence::{EvidenceStore, Observation};
+use progscore_sandbox::SandboxClient;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::attempt::{Attempt, SOURCE_IDENTITY};
+use crate::attempt::Attempt;
 use crate::error::ScoringError;
+use flights::{Flight, FlightResult, FlightSeat, Flights, Found, lock};
+use lease::{HeldLease, Turn, Waited, hostname};
+use observation::observation_from_run;
 
-/// How long a lease on an attempt lasts unless renewed, by default. A holder
-/// renews it every third of this while it runs, so only a holder that died
-/// (SIGKILL, a lost machine) or stalled that long lets it expire; the other
-/// processes then wait this long at most before taking the attempt over.
-/// Long enough that a busy machine's stalls do not end a live lease, short
-/// enough that a batch does not wait long for a killed process.
-pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
-
-/// How often a process waiting on another's lease looks at the store: first
-/// after the shortest wait, then twice as long each time, up to the longest.
-/// A look is two indexed reads, and takes no write lock while the lease is
-/// held.
-const POLL_FIRST: Duration = Duration::from_millis(50);
-const POLL_LONGEST: Duration = Duration::from_millis(200);
+pub use lease::DEFAULT_LEASE_TTL;
+pub(crate) use observation::check_belongs;
 
 /// Runs programs through any [`SandboxClient`] and keeps what it saw in an
 /// [`EvidenceStore`].
@@ -97,32 +91,6 @@ pub struct Evidence {
     // lease (released by whoever drops it last, outside the flights' lock).
     _seat: Option<FlightSeat>,
     _lease: Option<Arc<HeldLease>>,
-}
-
-/// What a flight ends with: what it found, or the sandbox's refusal.
-type FlightResult = Result<Found, SandboxError>;
-
-/// A flight's observation.
-#[derive(Clone)]
-struct Found {
-    observation: Arc<Observation>,
-    /// Another process stored it while this flight waited for its lease.
-    stored: bool,
-    /// The attempt's lease, held until every caller has recorded its score.
-    lease: Option<Arc<HeldLease>>,
-}
-
-#[derive(Default)]
-struct Flights {
-    next_id: u64,
-    by_key: HashMap<String, Flight>,
-}
-
-struct Flight {
-    id: u64,
-    waiters: usize,
-    result: watch::Receiver<Option<FlightResult>>,
-    task: Option<JoinHandle<()>>,
 }
 
 impl ProgramExecutionSource {
@@ -325,93 +293,6 @@ impl Drop for ProgramExecutionSource {
     }
 }
 
-/// Checks that a stored observation is one of this attempt's.
-pub(crate) fn check_belongs(
-    observation: &Observation,
-    attempt: &Attempt,
-) -> Result<(), ScoringError> {
-    if observation.attempt_key != attempt.key {
-        return Err(ScoringError::Store(
-            progscore_evidence::StoreError::Tampered {
-                what: "observation",
-                id: observation.id.clone(),
-                detail: "it is stored under the id of another attempt".into(),
-            },
-        ));
-    }
-    Ok(())
-}
-
-/// One caller's membership in a flight. Leaving as the last member stops
-/// the run (if it is still going).
-struct FlightSeat {
-    flights: Arc<Mutex<Flights>>,
-    key: String,
-    id: u64,
-    left: bool,
-}
-
-impl FlightSeat {
-    /// Leaves the flight; returns the run's task when this was the last member.
-    fn leave(&mut self) -> Option<JoinHandle<()>> {
-        if self.left {
-            return None;
-        }
-        self.left = true;
-        let ended = {
-            let mut flights = lock(&self.flights);
-            let flight = flights.by_key.get_mut(&self.key)?;
-            if flight.id != self.id {
-                return None;
-            }
-            flight.waiters -= 1;
-            if flight.waiters > 0 {
-                return None;
-            }
-            flights.by_key.remove(&self.key)
-        };
-        // Dropped outside the lock: its result may hold the last reference
-        // to the attempt's lease, whose release writes to the store.
-        ended.and_then(|flight| flight.task)
-    }
-}
-
-impl Drop for FlightSeat {
-    fn drop(&mut self) {
-        // A caller dropped without cancelling through its token: stop the run
-        // if it was the last, without waiting (a drop cannot wait). The
-        // runtime still drops the run's future, and with it cleans up.
-        if let Some(task) = self.leave() {
-            task.abort();
-        }
-    }
-}
-
-fn lock(flights: &Mutex<Flights>) -> MutexGuard<'_, Flights> {
-    // The map stays consistent even if a holder panicked (every update is a
-    // single insert, remove or counter change), so a poisoned lock is usable.
-    flights
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// How a flight takes its turn at the attempt's lease.
-struct Turn {
-    store: Arc<EvidenceStore>,
-    /// This flight's lease owner.
-    owner: String,
-    ttl: Duration,
-    fresh: bool,
-}
-
-/// What a flight may do after waiting for the lease.
-enum Waited {
-    /// Run, holding the lease (none when the store failed: run anyway).
-    Run(Option<HeldLease>),
-    /// Another process stored the attempt's observation meanwhile.
-    Stored(Arc<Observation>),
-}
-
 /// A flight: its turn at the attempt's lease, then the run (unless another
 /// process stored the observation meanwhile).
 async fn fly(
@@ -441,193 +322,4 @@ async fn fly(
         stored: false,
         lease: lease.map(Arc::new),
     })
-}
-
-impl Turn {
-    /// Takes the attempt's lease, waiting while another owner holds it
-    /// alive. Unless fresh, stops waiting when the attempt's observation
-    /// appears in the store. Cancelled by dropping the future (the flight's
-    /// task is aborted when its last caller leaves).
-    async fn wait(&self, attempt: &Attempt) -> Waited {
-        let mut pause = POLL_FIRST;
-        loop {
-            match self
-                .store
-                .try_acquire_lease(&attempt.key, &self.owner, self.ttl)
-            {
-                Ok(true) => {
-                    let lease = HeldLease::start(self, &attempt.key);
-                    // The holder before may have stored it and released the
-                    // lease since this flight looked.
-                    if let Some(observation) = self.stored(attempt) {
-                        return Waited::Stored(observation);
-                    }
-                    return Waited::Run(Some(lease));
-                }
-                Ok(false) => {}
-                // Coordination failed: run as without leases; a store that
-                // is really broken fails the record, which says why.
-                Err(_) => return Waited::Run(None),
-            }
-            if let Some(observation) = self.stored(attempt) {
-                return Waited::Stored(observation);
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(POLL_LONGEST);
-        }
-    }
-
-    /// The attempt's reusable observation, if stored (never for a fresh run).
-    /// A row that cannot be read or is not the attempt's is not used here:
-    /// the run goes on, and recording its observation reports the row.
-    fn stored(&self, attempt: &Attempt) -> Option<Arc<Observation>> {
-        if self.fresh {
-            return None;
-        }
-        match self.store.observation(&attempt.observation_id()) {
-            Ok(Some(observation)) if check_belongs(&observation, attempt).is_ok() => {
-                Some(Arc::new(observation))
-            }
-            _ => None,
-        }
-    }
-}
-
-/// An attempt's lease, held: renewed by a task until dropped, then released.
-struct HeldLease {
-    store: Arc<EvidenceStore>,
-    key: String,
-    owner: String,
-    renewer: JoinHandle<()>,
-}
-
-impl HeldLease {
-    fn start(turn: &Turn, key: &str) -> HeldLease {
-        let (store, key, owner, ttl) = (
-            turn.store.clone(),
-            key.to_string(),
-            turn.owner.clone(),
-            turn.ttl,
-        );
-        let renewer = {
-            let (store, key, owner) = (store.clone(), key.clone(), owner.clone());
-            tokio::spawn(async move {
-                let every = (ttl / 3).max(Duration::from_millis(10));
-                loop {
-                    tokio::time::sleep(every).await;
-                    match store.renew_lease(&key, &owner, ttl) {
-                        Ok(true) => {}
-                        // Lost (this process stalled beyond the TTL and
-                        // another took over): the other runs it too, and the
-                        // store keeps the first observation recorded.
-                        Ok(false) => return,
-                        // A busy or failing store: try again next time.
-                        Err(_) => {}
-                    }
-                }
-            })
-        };
-        HeldLease {
-            store,
-            key,
-            owner,
-            renewer,
-        }
-    }
-}
-
-impl Drop for HeldLease {
-    fn drop(&mut self) {
-        self.renewer.abort();
-        // One short write. If it fails, the lease expires after its TTL and
-        // a waiting process takes the attempt over then.
-        let _ = self.store.release_lease(&self.key, &self.owner);
-    }
-}
-
-/// This machine's name, for lease owners (which only need to be unique and
-/// readable).
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map(|name| name.trim().to_string())
-        .ok()
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "localhost".into())
-}
-
-/// Turns what the sandbox returned into an observation of `attempt`; a
-/// refusal stays a refusal (nothing ran, nothing to keep).
-fn observation_from_run(
-    attempt: &Attempt,
-    result: Result<ProgramRun, SandboxError>,
-    fresh: bool,
-) -> Result<Observation, SandboxError> {
-    let run = result?;
-    let run = match inconsistency(&run, attempt) {
-        None => run,
-        Some(problem) => fault_run(
-            attempt,
-            format!("the sandbox returned an inconsistent run: {problem}"),
-        ),
-    };
-    let id = if fresh || run.rests_on_unproven_conditions() {
-        attempt.fresh_observation_id()
-    } else {
-        attempt.observation_id()
-    };
-    Ok(Observation {
-        id,
-        attempt_key: attempt.key.clone(),
-        source: SOURCE_IDENTITY.to_string(),
-        profile: attempt.profile.clone(),
-        profile_fingerprint: attempt.profile_fingerprint.clone(),
-        program_sha256: attempt.program_sha256.clone(),
-        invocations: attempt.invocations.clone(),
-        run,
-        created_at: now_rfc3339(),
-    })
-}
-
-/// How the run fails to be a run of `attempt`, if it does.
-fn inconsistency(run: &ProgramRun, attempt: &Attempt) -> Option<String> {
-    if run.events.len() != attempt.invocations.len() {
-        return Some(format!(
-            "{} event(s) for {} invocation(s)",
-            run.events.len(),
-            attempt.invocations.len()
-        ));
-    }
-    if run.profile != attempt.profile {
-        return Some(format!("it ran profile `{}`", run.profile));
-    }
-    if run.program_sha256 != attempt.program_sha256 {
-        return Some("it ran a program with another sha256".into());
-    }
-    None
-}
-
-/// A run in which nothing is known: the first invocation carries the sandbox
-/// error, the rest were not run, as the contract describes.
-fn fault_run(attempt: &Attempt, message: String) -> ProgramRun {
-    let events = (0..attempt.invocations.len())
-        .map(|index| {
-            if index == 0 {
-                let mut event = InvocationEvent::not_run("");
-                event.outcome = Outcome::SandboxError {
-                    message: message.clone(),
-                };
-                event
-            } else {
-                InvocationEvent::not_run("an earlier invocation hit a sandbox error")
-            }
-        })
-        .collect();
-    ProgramRun {
-        profile: attempt.profile.clone(),
-        program_sha256: attempt.program_sha256.clone(),
-        events,
-        sandbox_warnings: Vec::new(),
-        compile: None,
-    }
 }
