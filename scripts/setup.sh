@@ -453,10 +453,10 @@ source = "main.rs"
 compile = ["rustc", "--edition", "2024", "-O", "-C", "codegen-units=1", "-o", "/build/main", "/sandbox/main.rs"]
 command = ["/build/main"]
 [profiles.rust.compile_limits]
-memory = "512MiB"              # rustc 1.85 + LLVM at -O: hello world peaks ~RUST_PEAK; headroom for bigger crates
+memory = "512MiB"              # rustc 1.85 + LLVM at -O: hello world peaks ~75MiB; headroom for bigger crates
 cpus = 1.0
 pids = 32                      # rustc's threads plus cc and ld as the linker (~10 at peak)
-timeout = "60s"                # hello world takes ~RUST_HELLO; LLVM at -O is slow on big functions
+timeout = "60s"                # hello world takes ~0.8s; LLVM at -O is slow on big functions
 output = "64KiB"
 tmp = "64MiB"                  # rustc needs a writable TMPDIR (rustcXXXX link dirs); hello world uses <1MiB
 [profiles.rust.limits]
@@ -543,10 +543,10 @@ source = "main_test.go"        # a _test.go file (package x_test, func TestX), a
 compile = ["env", "GOMAXPROCS=1", "GOCACHE=/tmp/go-cache", "HOME=/tmp", "CGO_ENABLED=0", "go", "test", "-c", "-o", "/build/main.test", "/sandbox/main_test.go"]
 command = ["env", "GOMAXPROCS=1", "/build/main.test"]
 [profiles.go-test.compile_limits]
-memory = "512MiB"              # go test -c with vet peaks ~GOTEST_PEAK
+memory = "512MiB"              # go test -c with vet peaks ~110MiB on a MultiPL-E file
 cpus = 1.0
 pids = 64                      # the go tool, vet, compile and link, each with a few threads
-timeout = "60s"                # a MultiPL-E test file takes ~GOTEST_HELLO
+timeout = "60s"                # a test file takes ~4s: testing and its dependencies are compiled each time (no shared cache)
 output = "64KiB"
 tmp = "128MiB"                 # GOCACHE + the work dir: testing and its dependencies are compiled into it
 [profiles.go-test.limits]
@@ -593,10 +593,10 @@ source = "main.ts"
 compile = ["node", "--max-old-space-size=384", "/usr/bin/tsc", "--target", "es2022", "--module", "commonjs", "--skipLibCheck", "--noEmitOnError", "--outDir", "/build", "/sandbox/main.ts"]
 command = ["node", "--max-old-space-size=128", "/build/main.js"]
 [profiles.typescript.compile_limits]
-memory = "512MiB"              # tsc on a MultiPL-E program peaks ~TS_PEAK; its V8 heap is capped at 384MiB below the limit
+memory = "512MiB"              # tsc peaks ~100MiB on hello world; its V8 heap is capped at 384MiB below the limit
 cpus = 1.0
 pids = 32                      # node's V8 and libuv threads (~11)
-timeout = "60s"                # tsc starts slowly: ~TS_HELLO for hello world
+timeout = "60s"                # tsc starts slowly: ~3s for hello world
 output = "64KiB"
 tmp = "64MiB"
 [profiles.typescript.limits]
@@ -621,7 +621,7 @@ compile = ["env", "HOME=/tmp", "mcs", "-d:DEBUG", "-r:System.Numerics.dll", "-ou
 # failure becomes exit 1, so the verdict rests on the exit as everywhere else.
 command = ["sh", "-c", "MONO_TRACE_LISTENER=Console.Error mono /build/main.exe \\"\$@\\" 2>/tmp/stderr; status=\$?; cat /tmp/stderr >&2; if [ \$status = 0 ] && grep -q 'at System.Diagnostics.Debug.Assert' /tmp/stderr; then echo 'progscore: a Debug.Assert failed' >&2; exit 1; fi; exit \$status", "csharp"]
 [profiles.csharp.compile_limits]
-memory = "512MiB"              # mcs on a MultiPL-E program peaks ~CS_PEAK
+memory = "512MiB"              # mcs peaks ~30MiB on hello world (~0.4s)
 cpus = 1.0
 pids = 32                      # mono's GC and finalizer threads
 timeout = "60s"
@@ -645,10 +645,10 @@ source = "main.d"
 compile = ["gdc", "-O2", "-funittest", "-o", "/build/main", "/sandbox/main.d"]
 command = ["/build/main"]
 [profiles.d.compile_limits]
-memory = "512MiB"              # gdc with Phobos' templates peaks ~D_PEAK
+memory = "512MiB"              # gdc peaks ~50MiB on hello world; Phobos templates take more
 cpus = 1.0
 pids = 32                      # gdc -> d21, as, collect2, ld
-timeout = "60s"                # a MultiPL-E program takes ~D_HELLO
+timeout = "60s"                # hello world takes ~0.6s
 output = "64KiB"
 tmp = "64MiB"                  # gdc's temporary .s/.o files
 [profiles.d.limits]
@@ -671,10 +671,10 @@ source = "main.scala"
 compile = ["env", "JAVA_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xmx384m -Xss8m -XX:-UsePerfData -XX:ActiveProcessorCount=1", "scalac", "-d", "/build/main.jar", "/sandbox/main.scala"]
 command = ["env", "JAVA_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xmx128m -Xss8m -XX:-UsePerfData -XX:ActiveProcessorCount=1", "scala", "/build/main.jar"]
 [profiles.scala.compile_limits]
-memory = "768MiB"              # scalac peaks ~SCALA_PEAK on a MultiPL-E program; 384MiB heap + JVM overhead
+memory = "768MiB"              # scalac peaks ~130MiB on hello world; 384MiB heap + JVM overhead
 cpus = 1.0
 pids = 32                      # one JVM, ~15 threads
-timeout = "60s"                # scalac takes ~SCALA_HELLO for a MultiPL-E program
+timeout = "60s"                # scalac takes ~4s for hello world (JVM start and the compiler's own classes)
 output = "64KiB"
 tmp = "64MiB"
 [profiles.scala.limits]
@@ -700,7 +700,7 @@ source = "main.rkt"
 # on; the handler set first makes it exit 1, so the verdict rests on the exit.
 command = ["racket", "-l", "racket/base", "-l", "rackunit", "-e", "(let ([shown (current-check-handler)]) (current-check-handler (lambda (e) (shown e) (exit 1))))", "-u"]
 [profiles.racket.limits]
-memory = "256MiB"              # #lang racket at start peaks ~RKT_PEAK
+memory = "256MiB"              # racket with rackunit at start peaks ~95MiB
 cpus = 1.0
 pids = 64
 timeout = "10s"
@@ -725,6 +725,24 @@ output = "64KiB"
 EOF
         ;;
     esac
+}
+
+# The [languages] table: the names SandboxFusion and MultiPL-E give the
+# languages built here, each naming its profile (a profile's own name works
+# without an entry, so names equal to one are left out).
+languages_table() {
+    local line name profile
+    printf '\n# Language names as SandboxFusion (nodejs, go_test, R, D_ut, ...) and\n'
+    printf '# MultiPL-E (cs, rb, rkt, sh, ts, pl, js, rs, ...) spell them; a profile'"'"'s\n'
+    printf '# own name works too. MultiPL-E'"'"'s go and java are go_test and java-problem\n'
+    printf '# here: go and java are the SandboxFusion programs with a main.\n'
+    printf '[languages]\n'
+    for line in nodejs=javascript js=javascript go_test=go-test ts=typescript \
+        cs=csharp sh=bash rs=rust R=r pl=perl D_ut=d rb=ruby rkt=racket \
+        py=python python3=python; do
+        name="${line%%=*}" profile="${line#*=}"
+        case " $LANGUAGES " in *" $profile "*) printf '%s = "%s"\n' "$name" "$profile" ;; esac
+    done
 }
 
 write_config() {
