@@ -528,7 +528,7 @@ command = ["python3", "-I"]    # -I: no user site, no PYTHON* variables, no scri
 [profiles.${lang}.limits]
 memory = "256MiB"
 cpus = 1.0
-pids = 64                      # numpy's OpenBLAS starts one thread per CPU it sees; 64 covers hosts of that size
+pids = 64                      # as python always had; python-sci's numpy uses the single-threaded reference BLAS (no OpenBLAS: no Recommends)
 timeout = "10s"
 output = "64KiB"
 EOF

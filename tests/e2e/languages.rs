@@ -620,7 +620,12 @@ fn all_language_items(dir: &Dir) -> Vec<Item> {
         }
     }
     let stdlib = probe_source("python", "py", "stdlib");
-    let mut full = item("python/stdlib".into(), "python", stdlib.clone(), Expect::Passes);
+    let mut full = item(
+        "python/stdlib".into(),
+        "python",
+        stdlib.clone(),
+        Expect::Passes,
+    );
     full.expected_stdout = Some(serde_json::json!({"equals": "ok"}));
     items.push(full);
     // The minimal image lacks them: the verdict is about the image there.
