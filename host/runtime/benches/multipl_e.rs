@@ -191,14 +191,17 @@ fn fenced_code(answer: &str) -> String {
         .to_string()
 }
 
-/// A whole solution followed by MultiPL-E's tests. The tests of the brace
+/// A whole solution followed by MultiPL-E's tests, joined as MultiPL-E's
+/// completions are. A model's whole program often brings its own entry point
+/// and leaves out the prompt's imports: its `main` goes (the tests bring
+/// theirs) and the prompt's import lines come first. The tests of the brace
 /// languages start by closing the prompt's function (`}`): a whole solution
 /// closed it already, so that brace goes; where the function sits in a class
 /// (C#, Java, Scala) the tests close the class too, so the solution's last
 /// brace goes. Go's tests are a `_test` package: the solution's package line
 /// becomes the prompt's.
 fn join(language: &str, prompt: &str, solution: &str, tests: &str) -> String {
-    let mut solution = solution.trim_end().to_string();
+    let mut solution = without_main(language, solution.trim_end());
     let mut tests = tests.to_string();
     if tests.trim_start().starts_with('}') {
         let brace = tests.find('}').expect("a brace");
@@ -211,65 +214,74 @@ fn join(language: &str, prompt: &str, solution: &str, tests: &str) -> String {
     }
     if language == "go" {
         let package = prompt.lines().next().unwrap_or_default();
-        let mut lines: Vec<String> = solution.lines().map(str::to_string).collect();
-        match lines
-            .iter()
-            .position(|l| l.trim_start().starts_with("package "))
-        {
-            Some(i) => lines[i] = package.to_string(),
-            None => lines.insert(0, package.to_string()),
-        }
+        let mut lines: Vec<String> = solution
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("package "))
+            .map(str::to_string)
+            .collect();
+        lines.insert(0, package.to_string());
         if !solution.contains("\"testing\"") {
             lines.insert(1, "import \"testing\"".to_string());
         }
         solution = lines.join("\n");
+    } else {
+        let imports: String = prompt
+            .lines()
+            .filter(|l| {
+                ["using ", "import ", "#include"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        solution = format!("{imports}{solution}");
     }
     format!("{solution}\n{tests}")
 }
 
-/// How many copies of the trivial program the baseline runs.
-const BASELINE_PROGRAMS: usize = 8;
-
-/// The baseline: a trivial correct program of the language
-/// (examples/languages/multipl-e/<language>/add-correct), BASELINE_PROGRAMS
-/// copies that differ by a comment (each compiled anew), run the same way.
-async fn baseline(
-    backends: &Backends,
-    root: &Path,
-    language: &str,
-    profile: &str,
-    jobs: usize,
-) -> Duration {
-    let path = root.join(format!(
-        "examples/languages/multipl-e/{language}/add-correct.{language}"
-    ));
-    let program =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let comment = match language {
-        "lua" => "--",
-        "pl" | "r" | "rb" | "sh" => "#",
-        "rkt" => ";",
-        _ => "//",
+/// The solution without its own entry point (the lines from its `main` to
+/// the brace that closes it), for the languages whose tests bring one.
+fn without_main(language: &str, solution: &str) -> String {
+    let starts: &[&str] = match language {
+        "cpp" => &["int main("],
+        "cs" => &["static void Main("],
+        "java" => &["static void main("],
+        "scala" => &["def main("],
+        "rs" => &["fn main("],
+        "d" => &["void main("],
+        "go" => &["func main("],
+        _ => return solution.to_string(),
     };
-    let items: Vec<(String, String)> = (0..BASELINE_PROGRAMS)
-        .map(|i| {
-            (
-                format!("baseline-{i}"),
-                format!("{program}\n{comment} baseline {i} {}\n", std::process::id()),
-            )
-        })
-        .collect();
-    let started = Instant::now();
-    let endings = run_all(backends, profile, &items, jobs).await;
-    let elapsed = started.elapsed();
-    for (name, ending) in endings {
-        assert_eq!(
-            ending,
-            Ending::Passed,
-            "{language} {name}: the baseline program failed"
-        );
+    let lines: Vec<&str> = solution.lines().collect();
+    let Some(start) = lines.iter().position(|l| {
+        starts
+            .iter()
+            .any(|s| l.replace(' ', "").contains(&s.replace(' ', "")))
+    }) else {
+        return solution.to_string();
+    };
+    let mut depth = 0i32;
+    let mut opened = false;
+    let mut end = lines.len() - 1;
+    'lines: for (i, line) in lines.iter().enumerate().skip(start) {
+        for c in line.chars() {
+            match c {
+                '{' => {
+                    depth += 1;
+                    opened = true;
+                }
+                '}' => depth -= 1,
+                _ => {}
+            }
+            if opened && depth == 0 {
+                end = i;
+                break 'lines;
+            }
+        }
     }
-    elapsed
+    let mut kept: Vec<&str> = lines[..start].to_vec();
+    kept.extend_from_slice(&lines[end + 1..]);
+    kept.join("\n")
 }
 
 async fn run_all(
