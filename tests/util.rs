@@ -39,11 +39,18 @@ impl Dir {
         Dir { dir }
     }
 
-    /// Rewrites the config (e.g. to tighten a limit).
+    /// Rewrites the config (e.g. to tighten a limit). An edit that changes
+    /// nothing (a `replace` whose target text is no longer in the generated
+    /// config) fails the test: it would silently stop testing its point.
     pub fn edit_config(&self, edit: impl FnOnce(String) -> String) {
         let path = self.dir.path().join("progscore.toml");
         let text = std::fs::read_to_string(&path).expect("read config");
-        std::fs::write(&path, edit(text)).expect("write config");
+        let edited = edit(text.clone());
+        assert_ne!(
+            edited, text,
+            "edit_config changed nothing: its target text is not in the generated config"
+        );
+        std::fs::write(&path, edited).expect("write config");
     }
 
     /// The folder progscore processes of this `Dir` keep their owner locks

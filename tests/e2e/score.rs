@@ -208,6 +208,46 @@ fn bad_lines_are_named_and_good_lines_still_scored() {
     assert!(stdout(&strict).is_empty());
 }
 
+/// A batch line may name a language as harnesses spell it (`[languages]`):
+/// scored under its profile, sharing the profile's evidence, and an unknown
+/// name is a bad line that lists the names there are.
+#[test]
+fn a_language_name_scores_under_its_profile_and_shares_its_evidence() {
+    let dir = Dir::new();
+    dir.edit_config(|text| format!("{text}\n[languages]\npy = \"python\"\n"));
+    let by_language = square_item("by-language", "9").replace("\"python\"", "\"py\"");
+    let unknown = square_item("unknown", "9").replace("\"python\"", "\"snake\"");
+    dir.write(
+        "batch.jsonl",
+        format!(
+            "{by_language}\n{}\n{unknown}\n",
+            square_item("by-profile", "9")
+        ),
+    );
+    let output = dir.run(&["score", "batch.jsonl", "--jobs", "1"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let lines = result_lines(&stdout(&output));
+    let by_id = |id: &str| {
+        lines
+            .iter()
+            .find(|line| line["id"] == id)
+            .unwrap_or_else(|| panic!("no result for {id}: {lines:?}"))
+            .clone()
+    };
+    assert_eq!(by_id("by-language")["value"], true);
+    assert_eq!(by_id("by-profile")["value"], true);
+    assert_eq!(by_id("by-profile")["evidence"], "stored");
+    assert_eq!(
+        by_id("by-profile")["observation_ids"],
+        by_id("by-language")["observation_ids"]
+    );
+    let refusal = stderr(&output);
+    assert!(
+        refusal.contains("unknown profile `snake`") && refusal.contains("py, python"),
+        "{refusal}"
+    );
+}
+
 #[test]
 fn fail_on_sets_the_exit_status() {
     let dir = Dir::new();

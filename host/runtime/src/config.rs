@@ -26,6 +26,10 @@ pub struct Config {
     pub docker: DockerSettings,
     /// Where the OCI backend keeps its image cache, and its bounds (`[oci]`).
     pub oci: progscore_oci::OciOptions,
+    /// Other names for profiles, as the ecosystem spells languages
+    /// (`[languages]`: `cs = "csharp"`, `nodejs = "javascript"`); each names a
+    /// configured profile. A profile's own name always works besides.
+    pub languages: BTreeMap<String, String>,
 }
 
 /// The `[docker]` section (bounds on the engines' work, never the
@@ -124,6 +128,8 @@ struct ConfigFile {
     /// are equally free.
     #[serde(default)]
     engines: toml::Table,
+    #[serde(default)]
+    languages: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -332,6 +338,7 @@ impl Config {
             } else {
                 base.join(file.store.path)
             };
+        let languages = check_languages(&shown, text, &profiles, file.languages)?;
         Ok(Config {
             path: path.to_path_buf(),
             store_path,
@@ -339,6 +346,7 @@ impl Config {
             comparators,
             docker,
             oci,
+            languages,
         })
     }
 
@@ -346,6 +354,74 @@ impl Config {
     pub fn profile(&self, name: &str) -> Option<&RuntimeProfile> {
         self.profiles.iter().find(|p| p.name == name)
     }
+
+    /// The profile a language name stands for: a profile's own name, else
+    /// an entry of `[languages]`.
+    pub fn language_profile(&self, name: &str) -> Option<&RuntimeProfile> {
+        self.profile(name)
+            .or_else(|| self.languages.get(name).and_then(|p| self.profile(p)))
+    }
+
+    /// Every name a caller may give for a language: the profiles' own names
+    /// and the `[languages]` entries, sorted, each once.
+    pub fn language_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .profiles
+            .iter()
+            .map(|p| p.name.as_str())
+            .chain(self.languages.keys().map(String::as_str))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+}
+
+/// The `[languages]` table, checked: every entry names a configured profile,
+/// and none gives a profile's own name to another profile.
+fn check_languages(
+    shown: &str,
+    text: &str,
+    profiles: &[RuntimeProfile],
+    languages: BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let names = || {
+        profiles
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for (name, profile) in &languages {
+        let location = || {
+            locate_key(shown, text, "languages", name)
+                .unwrap_or_else(|| locate(shown, text, "languages"))
+        };
+        if name.is_empty() {
+            return Err(ConfigError::Profile {
+                location: location(),
+                message: "languages: an empty name".into(),
+            });
+        }
+        if !profiles.iter().any(|p| &p.name == profile) {
+            return Err(ConfigError::Profile {
+                location: location(),
+                message: format!(
+                    "languages.{name} = {profile:?} names no configured profile (configured: {})",
+                    names()
+                ),
+            });
+        }
+        if name != profile && profiles.iter().any(|p| &p.name == name) {
+            return Err(ConfigError::Profile {
+                location: location(),
+                message: format!(
+                    "languages.{name} = {profile:?}: `{name}` is a profile's own name; a profile's name always means that profile"
+                ),
+            });
+        }
+    }
+    Ok(languages)
 }
 
 /// The `[engines.NAME]` tables, in the file's order, checked.
@@ -516,6 +592,40 @@ mod tests {
             "{message}"
         );
         assert!(message.contains("python:3.12"), "{message}");
+    }
+
+    #[test]
+    fn language_names_stand_for_profiles_and_bad_ones_name_their_line() {
+        let profiles = format!(
+            "[profiles.python]\nbackend = \"docker\"\nimage = \"{DIGEST}\"\ncommand = [\"python3\"]\n[profiles.cpp]\nbackend = \"docker\"\nimage = \"{DIGEST}\"\ncommand = [\"/build/main\"]\n"
+        );
+        let good = format!("{profiles}[languages]\npy = \"python\"\n\"c++\" = \"cpp\"\n");
+        let config = Config::parse(Path::new("c.toml"), &good).unwrap();
+        assert_eq!(config.language_profile("py").unwrap().name, "python");
+        assert_eq!(config.language_profile("c++").unwrap().name, "cpp");
+        assert_eq!(config.language_profile("cpp").unwrap().name, "cpp");
+        assert!(config.language_profile("ruby").is_none());
+        assert_eq!(config.language_names(), ["c++", "cpp", "py", "python"]);
+
+        let unknown = format!("{profiles}[languages]\npy = \"python\"\nrb = \"ruby\"\n");
+        let message = Config::parse(Path::new("c.toml"), &unknown)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with("c.toml:11: languages.rb = \"ruby\" names no configured profile")
+                && message.contains("configured: cpp, python"),
+            "{message}"
+        );
+
+        let shadowing = format!("{profiles}[languages]\npython = \"cpp\"\n");
+        let message = Config::parse(Path::new("c.toml"), &shadowing)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with("c.toml:10: languages.python")
+                && message.contains("a profile's own name"),
+            "{message}"
+        );
     }
 
     #[test]

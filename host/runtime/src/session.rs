@@ -69,7 +69,8 @@ impl Session {
             store.clone(),
             as_comparator.clone(),
             config.profiles.clone(),
-        );
+        )
+        .with_languages(config.languages.clone());
         let (scorer, backends) = if let Some(workers) = executing {
             let backends = Arc::new(Backends::build(
                 config.profiles.clone(),
@@ -79,7 +80,10 @@ impl Session {
             )?);
             let source = ProgramExecutionSource::new(backends.clone(), store.clone());
             (
-                Some(ProgramExecutionScorer::new(source, as_comparator)),
+                Some(
+                    ProgramExecutionScorer::new(source, as_comparator)
+                        .with_languages(config.languages.clone()),
+                ),
                 Some(backends),
             )
         } else {

@@ -53,7 +53,7 @@ pub enum ExpectationError {
     #[error("`program_behaves` has no cases")]
     NoCases,
     /// The profile is not configured.
-    #[error("unknown profile `{name}`; configured profiles: {known}")]
+    #[error("unknown profile `{name}`; configured profiles and languages: {known}")]
     UnknownProfile {
         name: String,
         /// Comma-separated configured names.

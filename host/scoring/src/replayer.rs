@@ -1,6 +1,7 @@
 //! The replayer: scores stored evidence without any sandbox (replay,
 //! rescore), one or many at a time.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use progscore_evidence::{
@@ -24,6 +25,9 @@ pub struct Replayer {
     store: Arc<EvidenceStore>,
     pub(crate) comparators: Arc<dyn OutputComparator>,
     profiles: Vec<RuntimeProfile>,
+    /// Other names for profiles (`cs` -> `csharp`): an expectation may name
+    /// either; it is scored and stored under the profile's own name.
+    languages: BTreeMap<String, String>,
 }
 
 /// A score ready to be written.
@@ -68,7 +72,28 @@ impl Replayer {
             store,
             comparators,
             profiles,
+            languages: BTreeMap::new(),
         }
+    }
+
+    /// The same replayer, also taking these language names for profiles
+    /// (name -> profile name; a profile's own name always works).
+    pub fn with_languages(mut self, languages: BTreeMap<String, String>) -> Self {
+        self.languages = languages;
+        self
+    }
+
+    /// `expectation` with a language name replaced by its profile's own name,
+    /// so that the same check is fingerprinted, keyed and stored the same way
+    /// whichever name the caller used. Anything else is left for validation.
+    pub fn canonical(&self, mut expectation: ScoringExpectation) -> ScoringExpectation {
+        if let [Condition::ProgramBehaves(behaves)] = expectation.conditions.as_mut_slice()
+            && !self.profiles.iter().any(|p| p.name == behaves.profile)
+            && let Some(profile) = self.languages.get(&behaves.profile)
+        {
+            behaves.profile = profile.clone();
+        }
+        expectation
     }
 
     /// The store.
@@ -159,6 +184,8 @@ impl Replayer {
         &self,
         request: RescoreRequest,
     ) -> Result<(Draft, Option<StoredScore>), ScoringError> {
+        let mut request = request;
+        request.expectation = self.canonical(request.expectation);
         let (behaves, profile) = self.validate(&request.expectation)?;
         let expectation_sha256 = request.expectation.fingerprint()?;
         let program_sha256 = match &request.program {
@@ -201,6 +228,7 @@ impl Replayer {
                     .profiles
                     .iter()
                     .map(|profile| profile.name.as_str())
+                    .chain(self.languages.keys().map(String::as_str))
                     .collect::<Vec<_>>()
                     .join(", "),
             })?;
@@ -255,6 +283,8 @@ impl Replayer {
     }
 
     fn prepare_replay(&self, request: ReplayRequest) -> Result<Draft, ScoringError> {
+        let mut request = request;
+        request.expectation = self.canonical(request.expectation);
         let behaves = self.validate_conditions(&request.expectation)?;
         let expectation_sha256 = request.expectation.fingerprint()?;
         let id = match &request.observation {

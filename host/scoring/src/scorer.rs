@@ -34,6 +34,13 @@ impl ProgramExecutionScorer {
         }
     }
 
+    /// The same scorer, also taking these language names for profiles
+    /// (see [`Replayer::with_languages`]).
+    pub fn with_languages(mut self, languages: std::collections::BTreeMap<String, String>) -> Self {
+        self.replayer = self.replayer.with_languages(languages);
+        self
+    }
+
     /// Checks that `profile` can run (see [`progscore_sandbox::SandboxClient::preflight`]);
     /// a passed check is kept, a failed one is asked again next time.
     /// [`Self::score`] calls it first; call it for every profile of a batch
@@ -60,13 +67,16 @@ impl ProgramExecutionScorer {
 
     /// Checks an expectation as [`Self::score`] would, without running anything.
     pub fn validate(&self, expectation: &ScoringExpectation) -> Result<(), ExpectationError> {
-        self.replayer.validate(expectation).map(|_| ())
+        let expectation = self.replayer.canonical(expectation.clone());
+        self.replayer.validate(&expectation).map(|_| ())
     }
 
     /// Scores one program (within a tokio runtime): validates, finds or makes the evidence, applies
     /// the verdict rules, and records the score (with the observation, if new,
     /// in the same transaction).
     pub async fn score(&self, request: ScoreRequest) -> Result<Score, ScoringError> {
+        let mut request = request;
+        request.expectation = self.replayer.canonical(request.expectation);
         let (behaves, profile) = self.replayer.validate(&request.expectation)?;
         let expectation_sha256 = request.expectation.fingerprint()?;
         let store = self.source.store();

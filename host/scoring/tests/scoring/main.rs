@@ -79,6 +79,18 @@ impl Setup {
         Setup::new(ScriptedClient::new(profiles()).with_responder(square_responder))
     }
 
+    /// The same setup, its scorer taking these language names for profiles.
+    fn with_languages(self, languages: &[(&str, &str)]) -> Setup {
+        let languages = languages
+            .iter()
+            .map(|(name, profile)| (name.to_string(), profile.to_string()))
+            .collect();
+        Setup {
+            scorer: self.scorer.with_languages(languages),
+            ..self
+        }
+    }
+
     fn started(&self) -> usize {
         self.client.counters().started.load(Ordering::SeqCst)
     }

@@ -113,3 +113,38 @@ async fn an_inline_program_is_stored_with_its_evidence() {
         Some(SQUARE)
     );
 }
+
+#[tokio::test]
+async fn a_language_name_is_its_profile_one_attempt_and_one_expectation_whichever_name_is_used() {
+    let setup = Setup::square().with_languages(&[("py", "python")]);
+    let by_language = setup
+        .scorer
+        .score(inline(SQUARE, expect("py", &[(&["3"], "9")])))
+        .await
+        .unwrap();
+    let by_profile = setup
+        .scorer
+        .score(inline(SQUARE, expect("python", &[(&["3"], "9")])))
+        .await
+        .unwrap();
+    assert_eq!(by_language.value, Some(true));
+    assert_eq!(by_language.profile, "python");
+    assert_eq!(by_profile.evidence, EvidenceUse::Stored);
+    assert_eq!(by_profile.observation_ids, by_language.observation_ids);
+    assert_eq!(
+        by_profile.expectation_sha256,
+        by_language.expectation_sha256
+    );
+    assert_eq!(setup.started(), 1);
+    // An unknown name lists both kinds of names.
+    match setup
+        .scorer
+        .score(inline(SQUARE, expect("ruby", &[(&["3"], "9")])))
+        .await
+    {
+        Err(ScoringError::Expectation(ExpectationError::UnknownProfile { known, .. })) => {
+            assert_eq!(known, "python, other, py")
+        }
+        other => panic!("expected an unknown profile, got {other:?}"),
+    }
+}
