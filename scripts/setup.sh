@@ -835,6 +835,7 @@ EOF
         printf '\n' >> "$tmp"
         language_profile "$lang" "$lang_digest" >> "$tmp"
     done
+    languages_table >> "$tmp"
     # The daemonless WASI profile, pinned by scripts/setup-wasi.sh.
     if [ -s "$CACHE_DIR/wasi-profile.toml" ]; then
         printf '\n' >> "$tmp"

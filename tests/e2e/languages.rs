@@ -467,24 +467,26 @@ const MORE_LANGUAGES: [(&str, &str, bool); 11] = [
     ("bash", "sh", false),
 ];
 
-/// MultiPL-E's language names and the profiles their programs run under.
+/// MultiPL-E's language names and the names its items give as their
+/// profile: MultiPL-E's own through the generated `[languages]` table, except
+/// Go and Java, whose plain names are SandboxFusion's programs with a main.
 const MULTIPL_E: [(&str, &str); 16] = [
     ("cpp", "cpp"),
-    ("cs", "csharp"),
+    ("cs", "cs"),
     ("d", "d"),
-    ("go", "go-test"),
+    ("go", "go_test"),
     ("java", "java-problem"),
-    ("js", "javascript"),
+    ("js", "js"),
     ("lua", "lua"),
     ("php", "php"),
-    ("pl", "perl"),
+    ("pl", "pl"),
     ("r", "r"),
-    ("rb", "ruby"),
-    ("rkt", "racket"),
-    ("rs", "rust"),
+    ("rb", "rb"),
+    ("rkt", "rkt"),
+    ("rs", "rs"),
     ("scala", "scala"),
-    ("sh", "bash"),
-    ("ts", "typescript"),
+    ("sh", "sh"),
+    ("ts", "ts"),
 ];
 
 /// What an item of the all-languages batch must end as.
