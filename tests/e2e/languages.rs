@@ -502,7 +502,7 @@ enum Expect {
     TimesOut,
     /// A fork bomb held by the pids limit: it saw a spawn refused and said
     /// "contained" (verdict `true`), or its runtime retries refused forks
-    /// (Ruby, R) until the time limit: a proven timeout.
+    /// (Ruby) until the time limit: a proven timeout.
     Contained,
     /// Verdict `false` at the memory cap (or the runtime's own heap cap,
     /// which the profile sets below it: an exit saying so).
