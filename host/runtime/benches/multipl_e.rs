@@ -284,6 +284,49 @@ fn without_main(language: &str, solution: &str) -> String {
     kept.join("\n")
 }
 
+/// How many copies of the trivial program the baseline runs.
+const BASELINE_PROGRAMS: usize = 4;
+
+/// The baseline: a trivial correct program of the language
+/// (examples/languages/multipl-e/<language>/add-correct), BASELINE_PROGRAMS
+/// copies that differ by a comment (each compiled anew), run the same way.
+async fn baseline(
+    backends: &Backends,
+    root: &Path,
+    language: &str,
+    profile: &str,
+    jobs: usize,
+) -> Duration {
+    let path = root.join(format!(
+        "examples/languages/multipl-e/{language}/add-correct.{language}"
+    ));
+    let program =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let comment = match language {
+        "lua" => "--",
+        "pl" | "r" | "rb" | "sh" => "#",
+        "rkt" => ";",
+        _ => "//",
+    };
+    let items: Vec<(String, String)> = (0..BASELINE_PROGRAMS)
+        .map(|i| {
+            let copy = format!("{program}\n{comment} baseline {i} {}\n", std::process::id());
+            (format!("baseline-{i}"), copy)
+        })
+        .collect();
+    let started = Instant::now();
+    let endings = run_all(backends, profile, &items, jobs).await;
+    let elapsed = started.elapsed();
+    for (name, ending) in endings {
+        assert_eq!(
+            ending,
+            Ending::Passed,
+            "{language} {name}: the baseline program failed"
+        );
+    }
+    elapsed
+}
+
 async fn run_all(
     backends: &Backends,
     profile: &str,
