@@ -7,21 +7,26 @@
 # WASI runtime, and a generated progscore.toml whose profiles pin the digests.
 #
 #   setup.sh [--languages LIST]
-# LIST: comma separated from c, cpp, rust, go, java, javascript, or `all`
-# (default: c,cpp; env PROGSCORE_LANGUAGES works too). The python image is
-# always built. c and cpp share one image (cc-sandbox).
+# LIST: comma separated profile names, or `all`: python, python-minimal,
+# python-sci, c, cpp, rust, go, go-test, java, java-problem, javascript,
+# typescript, csharp, d, lua, php, perl, r, ruby, racket, scala, bash
+# (default: c,cpp; env PROGSCORE_LANGUAGES works too). python is always
+# built. Profiles of one toolchain share an image (c and cpp: cc-sandbox).
+# Root filesystems are built PROGSCORE_IMAGE_JOBS (default 4) at a time.
 #
 # A second run only checks and returns quickly (root filesystems are cached as
-# tarballs in $CACHE_DIR; delete one to rebuild that image).
+# tarballs in $CACHE_DIR, named by image and package list; delete one to
+# rebuild that image; a changed package list builds a new one).
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE_DIR="${PROGSCORE_CACHE_DIR:-/var/cache/progscore}"
 REGISTRY_ADDR="127.0.0.1:5000"
+IMAGE_JOBS="${PROGSCORE_IMAGE_JOBS:-4}"   # root filesystems built at once
 IMAGE_TAG="bookworm"
 PYTHON_IMAGE="python-sandbox"
 LOCAL_IMAGE="progscore/${PYTHON_IMAGE}:${IMAGE_TAG}"
-ALL_LANGUAGES="c cpp rust go java javascript"
+ALL_LANGUAGES="python python-minimal python-sci c cpp rust go go-test java java-problem javascript typescript csharp d lua php perl r ruby racket scala bash"
 LANGUAGES="${PROGSCORE_LANGUAGES:-c,cpp}"
 CONFIG_OUT="${PROGSCORE_CONFIG_OUT:-$REPO_ROOT/progscore.toml}"
 DOCKERD_LOG="/var/log/progscore-dockerd.log"
@@ -131,28 +136,69 @@ EOF
     exit 1
 }
 
-# The sandbox image of each language, and the Debian packages in it.
+# The sandbox image of each language (profile), and the Debian packages in it.
+# debootstrap installs Depends only: no Recommends, and the docs are removed.
 language_image() {
     case "$1" in
+        python) echo python-sandbox ;;
+        python-minimal) echo python-minimal-sandbox ;;
+        python-sci) echo python-sci-sandbox ;;
         c|cpp) echo cc-sandbox ;;
         rust) echo rust-sandbox ;;
-        go) echo go-sandbox ;;
-        java) echo java-sandbox ;;
+        go|go-test) echo go-sandbox ;;
+        java|java-problem) echo java-sandbox ;;
         javascript) echo node-sandbox ;;
+        typescript) echo typescript-sandbox ;;
+        csharp) echo mono-sandbox ;;
+        d) echo d-sandbox ;;
+        lua) echo lua-sandbox ;;
+        php) echo php-sandbox ;;
+        perl) echo perl-sandbox ;;
+        r) echo r-sandbox ;;
+        ruby) echo ruby-sandbox ;;
+        racket) echo racket-sandbox ;;
+        scala) echo scala-sandbox ;;
+        bash) echo bash-sandbox ;;
         *) return 1 ;;
     esac
 }
 
 image_packages() {
     case "$1" in
-        python-sandbox) echo python3-minimal ;;
+        # The full standard library (json, statistics, decimal, sqlite3, ...) and
+        # the zone data zoneinfo reads.
+        python-sandbox) echo python3,tzdata ;;
+        python-minimal-sandbox) echo python3-minimal ;;
+        python-sci-sandbox) echo python3,python3-numpy,tzdata ;;
         cc-sandbox) echo gcc,g++,libc6-dev ;;
-        rust-sandbox) echo rustc,libc6-dev ;;   # debootstrap does not resolve rustc's virtual libc-dev
+        # rustc-web: Debian's current Rust (1.85, edition 2024) beside the old
+        # rustc 1.63. debootstrap does not resolve its virtual libc-dev.
+        rust-sandbox) echo rustc-web,libc6-dev ;;
         go-sandbox) echo golang-go ;;
-        java-sandbox) echo default-jdk-headless ;;
+        # libjavatuples-java: MultiPL-E's Java imports org.javatuples.
+        java-sandbox) echo default-jdk-headless,libjavatuples-java ;;
         node-sandbox) echo nodejs ;;
+        typescript-sandbox) echo node-typescript ;;
+        # System.Numerics is not part of mono-mcs's dependencies; MultiPL-E's C# uses it.
+        mono-sandbox) echo mono-mcs,libmono-system-numerics4.0-cil ;;
+        d-sandbox) echo gdc,libc6-dev ;;
+        lua-sandbox) echo lua5.4,lua-unit ;;
+        php-sandbox) echo php-cli ;;
+        perl-sandbox) echo perl,libtest-deep-perl ;;
+        r-sandbox) echo r-base-core ;;
+        ruby-sandbox) echo ruby,ruby-test-unit ;;
+        racket-sandbox) echo racket ;;
+        scala-sandbox) echo scala ;;
+        # bash is in minbase already; bc for the arithmetic shell programs do.
+        bash-sandbox) echo bash,bc ;;
         *) return 1 ;;
     esac
+}
+
+# The cache key of image NAME: its package list's hash. A changed list is a
+# new tarball and a new image (the old cache is never reused for it).
+image_key() {
+    printf '%s' "$(image_packages "$1")" | sha256sum | cut -c1-12
 }
 
 # --languages LIST (or PROGSCORE_LANGUAGES) -> LANGUAGES, space separated, checked.
@@ -161,11 +207,12 @@ parse_args() {
         case "$1" in
             --languages) [ $# -ge 2 ] || { log "--languages needs a LIST"; exit 2; }; LANGUAGES="$2"; shift 2 ;;
             --languages=*) LANGUAGES="${1#--languages=}"; shift ;;
-            -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+            -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
             *) log "unknown argument: $1 (usage: setup.sh [--languages LIST])"; exit 2 ;;
         esac
     done
-    local wanted=() lang
+    # python is always built.
+    local wanted=(python) lang
     for lang in ${LANGUAGES//,/ }; do
         if [ "$lang" = all ]; then
             wanted+=($ALL_LANGUAGES)
@@ -184,10 +231,10 @@ parse_args() {
 }
 
 # The root filesystem of image NAME (debootstrap minbase + its packages), as a
-# tarball cached in $CACHE_DIR; prints its path.
+# tarball cached in $CACHE_DIR under its package key; prints its path.
 build_rootfs_tarball() {
     local name="$1" packages="$2"
-    local tarball="$CACHE_DIR/${name}-${IMAGE_TAG}.tar"
+    local tarball="$CACHE_DIR/${name}-${IMAGE_TAG}-$(image_key "$name").tar"
     if [ -s "$tarball" ]; then
         echo "$tarball"
         return
@@ -196,11 +243,21 @@ build_rootfs_tarball() {
     local debootstrap_log="$CACHE_DIR/debootstrap-${name}.log"
     rm -rf "$rootfs"
     log "debootstrap bookworm (minbase + $packages) into $rootfs"
-    debootstrap --variant=minbase --include="$packages" bookworm "$rootfs" >"$debootstrap_log" 2>&1 || {
-        log "debootstrap failed; see $debootstrap_log"
-        tail -20 "$debootstrap_log" >&2
-        exit 1
-    }
+    # The mirror refuses a download now and then when many run at once: retry.
+    local attempt
+    for attempt in 1 2 3; do
+        rm -rf "$rootfs"
+        if debootstrap --variant=minbase --include="$packages" bookworm "$rootfs" >"$debootstrap_log" 2>&1; then
+            break
+        fi
+        if [ "$attempt" = 3 ]; then
+            log "debootstrap of $name failed; see $debootstrap_log"
+            tail -20 "$debootstrap_log" >&2
+            return 1
+        fi
+        log "debootstrap of $name failed ($(grep -m1 '^E:' "$debootstrap_log" || echo 'see its log')); again"
+        sleep $((attempt * 5))
+    done
     # Keep the image small: package caches, lists and docs are not needed to run programs.
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/cache/apt/*.bin \
         "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/doc "$rootfs"/usr/share/man \
@@ -211,23 +268,26 @@ build_rootfs_tarball() {
     echo "$tarball"
 }
 
-# Image NAME: built from its cached tarball, imported as progscore/NAME:bookworm,
-# pushed to the local registry (so it has a repo digest). Any extra arguments
-# are `docker import -c` changes (e.g. a CMD). Logs how long it took.
+# Image NAME: built from its cached tarball, imported as progscore/NAME:bookworm
+# with its package key as a label (an image of another package list is
+# rebuilt), pushed to the local registry (so it has a repo digest). Any extra
+# arguments are `docker import -c` changes (e.g. a CMD). Logs how long it took.
 ensure_sandbox_image() {
     local name="$1"; shift
     local local_image="progscore/${name}:${IMAGE_TAG}"
     local registry_image="${REGISTRY_ADDR}/${name}:${IMAGE_TAG}"
-    local started=$SECONDS did=""
-    if ! /usr/bin/docker image inspect "$local_image" >/dev/null 2>&1; then
+    local started=$SECONDS did="" key
+    key="$(image_key "$name")"
+    if [ "$(/usr/bin/docker image inspect "$local_image" --format '{{index .Config.Labels "progscore.packages"}}' 2>/dev/null)" != "$key" ]; then
         local packages tarball change changes=()
         packages="$(image_packages "$name")"
-        tarball="$(build_rootfs_tarball "$name" "$packages")"
+        tarball="$(build_rootfs_tarball "$name" "$packages")" || return 1
         for change in "$@"; do changes+=(-c "$change"); done
         log "docker import $local_image"
         /usr/bin/docker import \
             -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
             -c 'ENV LANG=C.UTF-8' \
+            -c "LABEL progscore.packages=$key" \
             ${changes[@]+"${changes[@]}"} \
             "$tarball" "$local_image" >/dev/null
         did=1
@@ -239,26 +299,51 @@ ensure_sandbox_image() {
         did=1
     fi
     if [ -n "$did" ]; then
-        log "image $name ready in $((SECONDS - started))s ($(/usr/bin/docker image inspect --format '{{.Size}}' "$local_image") bytes)"
+        log "image $name built in $((SECONDS - started))s ($(/usr/bin/docker image inspect --format '{{.Size}}' "$local_image") bytes)"
     fi
 }
 
-# The repo digest the engine knows for the registry copy of image NAME (empty when not pushed).
+# The repo digest the engine knows for the registry copy of image NAME (empty
+# when the registry's copy is not the local image's).
 registry_digest() {
     local name="$1"
+    local local_id pushed_id
+    local_id="$(/usr/bin/docker image inspect "progscore/${name}:${IMAGE_TAG}" --format '{{.Id}}' 2>/dev/null || true)"
+    pushed_id="$(/usr/bin/docker image inspect "${REGISTRY_ADDR}/${name}:${IMAGE_TAG}" --format '{{.Id}}' 2>/dev/null || true)"
+    [ -n "$local_id" ] && [ "$local_id" = "$pushed_id" ] || return 0
     /usr/bin/docker image inspect "${REGISTRY_ADDR}/${name}:${IMAGE_TAG}" --format '{{range .RepoDigests}}{{println .}}{{end}}' 2>/dev/null \
         | grep "^${REGISTRY_ADDR}/${name}@sha256:" | head -1 || true
 }
 
+# Every image the languages need, the root filesystems built in parallel
+# (debootstrap is mostly downloads and dpkg), then imported and pushed.
 ensure_images() {
-    ensure_sandbox_image "$PYTHON_IMAGE" 'CMD ["python3"]'
-    local lang done_images=" "
+    local images=() lang name
     for lang in $LANGUAGES; do
-        local name
         name="$(language_image "$lang")"
-        case "$done_images" in *" $name "*) continue ;; esac
-        ensure_sandbox_image "$name"
-        done_images+="$name "
+        case " ${images[*]:-} " in *" $name "*) ;; *) images+=("$name") ;; esac
+    done
+    local running name_key
+    for name in "${images[@]}"; do
+        # At most $IMAGE_JOBS at a time: more only make the mirror refuse downloads.
+        while running="$(jobs -rp | wc -l)" && [ "$running" -ge "$IMAGE_JOBS" ]; do
+            wait -n || true
+        done
+        name_key="$(image_key "$name")"
+        [ -s "$CACHE_DIR/${name}-${IMAGE_TAG}-${name_key}.tar" ] && continue
+        if [ "$(/usr/bin/docker image inspect "progscore/${name}:${IMAGE_TAG}" --format '{{index .Config.Labels "progscore.packages"}}' 2>/dev/null)" != "$name_key" ]; then
+            ( started=$SECONDS
+              build_rootfs_tarball "$name" "$(image_packages "$name")" >/dev/null &&
+                  log "root filesystem of $name ready in $((SECONDS - started))s" ) &
+        fi
+    done
+    # Whether each one worked shows in its tarball (wait -n above took some statuses).
+    wait
+    for name in "${images[@]}"; do
+        case "$name" in
+            python*) ensure_sandbox_image "$name" 'CMD ["python3"]' || exit 1 ;;
+            *) ensure_sandbox_image "$name" || exit 1 ;;
+        esac
     done
 }
 
@@ -288,6 +373,24 @@ ensure_fixture_images() {
             /usr/bin/docker push "$pushed" >/dev/null
         fi
     done
+}
+
+# The profile of an interpreted language LANG: nothing to compile, the program
+# at /sandbox/program appended to COMMAND (a TOML array); REASON is its comment.
+interpreter_profile() {
+    local lang="$1" digest="$2" command="$3" pids="$4" reason="$5"
+    cat <<EOF
+[profiles.${lang}]
+backend = "docker"
+image = "${digest}"
+command = ${command}    # ${reason}
+[profiles.${lang}.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = ${pids}
+timeout = "10s"
+output = "64KiB"
+EOF
 }
 
 # The docker profile of language LANG, its image pinned by DIGEST. The limits
@@ -346,13 +449,14 @@ EOF
 backend = "docker"
 image = "${digest}"
 source = "main.rs"
-compile = ["rustc", "--edition", "2021", "-O", "-C", "codegen-units=1", "-o", "/build/main", "/sandbox/main.rs"]
+# rustc-web 1.85, edition 2024 by default (let-else, is_some_and, ...).
+compile = ["rustc", "--edition", "2024", "-O", "-C", "codegen-units=1", "-o", "/build/main", "/sandbox/main.rs"]
 command = ["/build/main"]
 [profiles.rust.compile_limits]
-memory = "512MiB"              # rustc 1.63 + LLVM at -O: hello world peaks ~80MiB; headroom for bigger crates
+memory = "512MiB"              # rustc 1.85 + LLVM at -O: hello world peaks ~75MiB; headroom for bigger crates
 cpus = 1.0
 pids = 32                      # rustc's threads plus cc and ld as the linker (~10 at peak)
-timeout = "60s"                # hello world takes ~1.5s; LLVM at -O is slow on big functions
+timeout = "60s"                # hello world takes ~0.8s; LLVM at -O is slow on big functions
 output = "64KiB"
 tmp = "64MiB"                  # rustc needs a writable TMPDIR (rustcXXXX link dirs); hello world uses <1MiB
 [profiles.rust.limits]
@@ -416,6 +520,193 @@ timeout = "10s"
 output = "64KiB"
 EOF
         ;;
+        python|python-minimal|python-sci) cat <<EOF
+[profiles.${lang}]
+backend = "docker"
+image = "${digest}"
+command = ["python3", "-I"]    # -I: no user site, no PYTHON* variables, no script dir on sys.path
+[profiles.${lang}.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = 64                      # as python always had; python-sci's numpy uses the single-threaded reference BLAS (no OpenBLAS: no Recommends)
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
+        go-test) cat <<EOF
+[profiles.go-test]
+backend = "docker"
+image = "${digest}"
+source = "main_test.go"        # a _test.go file (package x_test, func TestX), as go_test and MultiPL-E's Go are
+# go test -c: the test binary is built once (vet's checks included, as go test
+# runs them) and each case runs it. The same environment as go's, for the same reasons.
+compile = ["env", "GOMAXPROCS=1", "GOCACHE=/tmp/go-cache", "HOME=/tmp", "CGO_ENABLED=0", "go", "test", "-c", "-o", "/build/main.test", "/sandbox/main_test.go"]
+command = ["env", "GOMAXPROCS=1", "/build/main.test"]
+[profiles.go-test.compile_limits]
+memory = "512MiB"              # go test -c with vet peaks ~110MiB on a MultiPL-E file
+cpus = 1.0
+pids = 64                      # the go tool, vet, compile and link, each with a few threads
+timeout = "60s"                # a test file takes ~4s: testing and its dependencies are compiled each time (no shared cache)
+output = "64KiB"
+tmp = "128MiB"                 # GOCACHE + the work dir: testing and its dependencies are compiled into it
+[profiles.go-test.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
+        java-problem) cat <<EOF
+[profiles.java-problem]
+backend = "docker"
+image = "${digest}"
+source = "Problem.java"        # MultiPL-E's Java: class Problem, importing org.javatuples (Debian's libjavatuples-java)
+# As the java profile, plus javatuples on the class path and -ea: MultiPL-E's
+# tests are assert statements, which the JVM skips without it.
+compile = ["javac", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-J-Xmx256m", "-J-Xss8m", "-J-XX:-UsePerfData", "-cp", "/usr/share/java/javatuples.jar", "-d", "/build", "/sandbox/Problem.java"]
+command = ["java", "-ea", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx128m", "-Xss8m", "-XX:-UsePerfData", "-XX:ActiveProcessorCount=1", "-cp", "/build:/usr/share/java/javatuples.jar", "Problem"]
+[profiles.java-problem.compile_limits]
+memory = "512MiB"              # as java's
+cpus = 1.0
+pids = 32                      # javac's JVM runs ~15 threads
+timeout = "60s"
+output = "64KiB"
+tmp = "64MiB"
+[profiles.java-problem.limits]
+memory = "256MiB"              # 128MiB heap + metaspace, code cache, stacks
+cpus = 1.0
+pids = 64                      # the JVM starts ~10 threads
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
+        typescript) cat <<EOF
+[profiles.typescript]
+backend = "docker"
+image = "${digest}"
+source = "main.ts"
+# tsc 4.8 (Debian's node-typescript) type-checks and emits /build/main.js;
+# a type error is a compile error (--noEmitOnError), as MultiPL-E counts it.
+# es2022: the language level node 18 runs; no @types/node, so programs
+# declare require themselves (MultiPL-E's tests do).
+compile = ["node", "--max-old-space-size=384", "/usr/bin/tsc", "--target", "es2022", "--module", "commonjs", "--skipLibCheck", "--noEmitOnError", "--outDir", "/build", "/sandbox/main.ts"]
+command = ["node", "--max-old-space-size=128", "/build/main.js"]
+[profiles.typescript.compile_limits]
+memory = "512MiB"              # tsc peaks ~100MiB on hello world; its V8 heap is capped at 384MiB below the limit
+cpus = 1.0
+pids = 32                      # node's V8 and libuv threads (~11)
+timeout = "60s"                # tsc starts slowly: ~3s for hello world
+output = "64KiB"
+tmp = "64MiB"
+[profiles.typescript.limits]
+memory = "256MiB"              # as javascript's: a 128MiB V8 heap
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
+        csharp) cat <<EOF
+[profiles.csharp]
+backend = "docker"
+image = "${digest}"
+source = "main.cs"
+# mcs (Mono 6.8, C# 7). -d:DEBUG keeps Debug.Assert calls, which MultiPL-E's
+# tests are. Mono wants a writable HOME (~/.mono): /tmp.
+compile = ["env", "HOME=/tmp", "mcs", "-d:DEBUG", "-r:System.Numerics.dll", "-out:/build/main.exe", "/sandbox/main.cs"]
+# A failed Debug.Assert under Mono prints nothing and the program goes on to
+# exit 0. MONO_TRACE_LISTENER sends the failure's stack to stderr, which is
+# kept in /tmp and passed on; an exit 0 whose stderr shows a Debug.Assert
+# failure becomes exit 1, so the verdict rests on the exit as everywhere else.
+command = ["sh", "-c", "MONO_TRACE_LISTENER=Console.Error mono /build/main.exe \\"\$@\\" 2>/tmp/stderr; status=\$?; cat /tmp/stderr >&2; if [ \$status = 0 ] && grep -q 'at System.Diagnostics.Debug.Assert' /tmp/stderr; then echo 'progscore: a Debug.Assert failed' >&2; exit 1; fi; exit \$status", "csharp"]
+[profiles.csharp.compile_limits]
+memory = "512MiB"              # mcs peaks ~30MiB on hello world (~0.4s)
+cpus = 1.0
+pids = 32                      # mono's GC and finalizer threads
+timeout = "60s"
+output = "64KiB"
+tmp = "64MiB"
+[profiles.csharp.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
+        d) cat <<EOF
+[profiles.d]
+backend = "docker"
+image = "${digest}"
+source = "main.d"
+# gdc 12 (D 2.100). -funittest: unittest blocks run before main, as D_ut and
+# MultiPL-E's D (a unittest block and an empty main) expect.
+compile = ["gdc", "-O2", "-funittest", "-o", "/build/main", "/sandbox/main.d"]
+command = ["/build/main"]
+[profiles.d.compile_limits]
+memory = "512MiB"              # gdc peaks ~50MiB on hello world; Phobos templates take more
+cpus = 1.0
+pids = 32                      # gdc -> d21, as, collect2, ld
+timeout = "60s"                # hello world takes ~0.6s
+output = "64KiB"
+tmp = "64MiB"                  # gdc's temporary .s/.o files
+[profiles.d.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
+        scala) cat <<EOF
+[profiles.scala]
+backend = "docker"
+image = "${digest}"
+source = "main.scala"
+# scalac 2.11 writes a jar whose manifest names the one object with a main
+# (MultiPL-E's Problem, or any other), and scala runs that jar. JAVA_OPTS as
+# the java profile's JVMs (serial GC, C1 only, one CPU, no hsperfdata) with
+# heaps below the limits.
+compile = ["env", "JAVA_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xmx384m -Xss8m -XX:-UsePerfData -XX:ActiveProcessorCount=1", "scalac", "-d", "/build/main.jar", "/sandbox/main.scala"]
+command = ["env", "JAVA_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xmx128m -Xss8m -XX:-UsePerfData -XX:ActiveProcessorCount=1", "scala", "/build/main.jar"]
+[profiles.scala.compile_limits]
+memory = "768MiB"              # scalac peaks ~130MiB on hello world; 384MiB heap + JVM overhead
+cpus = 1.0
+pids = 32                      # one JVM, ~15 threads
+timeout = "60s"                # scalac takes ~4s for hello world (JVM start and the compiler's own classes)
+output = "64KiB"
+tmp = "64MiB"
+[profiles.scala.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
+        lua) interpreter_profile lua "${digest}" '["lua5.4"]' 64 "Lua 5.4; luaunit (Debian's lua-unit) on its path" ;;
+        php) interpreter_profile php "${digest}" '["php"]' 64 "PHP 8.2 cli; no ini memory_limit (Debian's cli has none): the cgroup's limit ends a hog" ;;
+        perl) interpreter_profile perl "${digest}" '["perl"]' 64 "Perl 5.36 with Test::Deep" ;;
+        r) interpreter_profile r "${digest}" '["Rscript", "--vanilla"]' 64 "R 4.2: --vanilla reads no profile or site file and saves nothing" ;;
+        ruby) interpreter_profile ruby "${digest}" '["ruby"]' 64 "Ruby 3.1 with test-unit (its tests run at exit)" ;;
+        bash) interpreter_profile bash "${digest}" '["bash"]' 64 "bash 5.2 with coreutils, sed, grep, mawk and bc" ;;
+        racket) cat <<EOF
+[profiles.racket]
+backend = "docker"
+image = "${digest}"
+source = "main.rkt"
+# Racket 8.7 (CS). A failed rackunit check outside a test case prints and goes
+# on; the handler set first makes it exit 1, so the verdict rests on the exit.
+command = ["racket", "-l", "racket/base", "-l", "rackunit", "-e", "(let ([shown (current-check-handler)]) (current-check-handler (lambda (e) (shown e) (exit 1))))", "-u"]
+[profiles.racket.limits]
+memory = "256MiB"              # racket with rackunit at start peaks ~95MiB
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "64KiB"
+EOF
+        ;;
         javascript) cat <<EOF
 [profiles.javascript]
 backend = "docker"
@@ -434,6 +725,24 @@ output = "64KiB"
 EOF
         ;;
     esac
+}
+
+# The [languages] table: the names SandboxFusion and MultiPL-E give the
+# languages built here, each naming its profile (a profile's own name works
+# without an entry, so names equal to one are left out).
+languages_table() {
+    local line name profile
+    printf '\n# Language names as SandboxFusion (nodejs, go_test, R, D_ut, ...) and\n'
+    printf '# MultiPL-E (cs, rb, rkt, sh, ts, pl, js, rs, ...) spell them; a profile'"'"'s\n'
+    printf '# own name works too. MultiPL-E'"'"'s go and java are go_test and java-problem\n'
+    printf '# here: go and java are the SandboxFusion programs with a main.\n'
+    printf '[languages]\n'
+    for line in nodejs=javascript js=javascript go_test=go-test ts=typescript \
+        cs=csharp sh=bash rs=rust R=r pl=perl D_ut=d rb=ruby rkt=racket \
+        py=python python3=python; do
+        name="${line%%=*}" profile="${line#*=}"
+        case " $LANGUAGES " in *" $profile "*) printf '%s = "%s"\n' "$name" "$profile" ;; esac
+    done
 }
 
 write_config() {
@@ -516,6 +825,8 @@ EOF
     # runs `command` + its arguments with /build read-only.
     local lang lang_digest
     for lang in $LANGUAGES; do
+        # python's profiles head the file (above).
+        [ "$lang" != python ] || continue
         lang_digest="$(registry_digest "$(language_image "$lang")")"
         if [ -z "$lang_digest" ]; then
             log "no repo digest for the $lang image after push"
@@ -524,6 +835,7 @@ EOF
         printf '\n' >> "$tmp"
         language_profile "$lang" "$lang_digest" >> "$tmp"
     done
+    languages_table >> "$tmp"
     # The daemonless WASI profile, pinned by scripts/setup-wasi.sh.
     if [ -s "$CACHE_DIR/wasi-profile.toml" ]; then
         printf '\n' >> "$tmp"

@@ -450,3 +450,300 @@ fn compiler_running(pid: u32) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// The languages that `scripts/setup.sh --languages all` adds beside the six
+/// above: profile, probe folder, file extension, whether it compiles.
+const MORE_LANGUAGES: [(&str, &str, bool); 11] = [
+    ("typescript", "ts", true),
+    ("csharp", "cs", true),
+    ("d", "d", true),
+    ("scala", "scala", true),
+    ("lua", "lua", false),
+    ("php", "php", false),
+    ("perl", "pl", false),
+    ("r", "r", false),
+    ("ruby", "rb", false),
+    ("racket", "rkt", false),
+    ("bash", "sh", false),
+];
+
+/// MultiPL-E's language names and the names its items give as their
+/// profile: MultiPL-E's own through the generated `[languages]` table, except
+/// Go and Java, whose plain names are SandboxFusion's programs with a main.
+const MULTIPL_E: [(&str, &str); 16] = [
+    ("cpp", "cpp"),
+    ("cs", "cs"),
+    ("d", "d"),
+    ("go", "go_test"),
+    ("java", "java-problem"),
+    ("js", "js"),
+    ("lua", "lua"),
+    ("php", "php"),
+    ("pl", "pl"),
+    ("r", "r"),
+    ("rb", "rb"),
+    ("rkt", "rkt"),
+    ("rs", "rs"),
+    ("scala", "scala"),
+    ("sh", "sh"),
+    ("ts", "ts"),
+];
+
+/// What an item of the all-languages batch must end as.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Expect {
+    /// Verdict `true`.
+    Passes,
+    /// Verdict `false`, the program's own exit.
+    Fails,
+    /// Verdict `false`, every case a compile error.
+    DoesNotCompile,
+    /// Verdict `false`, a proven timeout.
+    TimesOut,
+    /// A fork bomb held by the pids limit: it saw a spawn refused and said
+    /// "contained" (verdict `true`), or its runtime retries refused forks
+    /// (Ruby) until the time limit: a proven timeout.
+    Contained,
+    /// Verdict `false` at the memory cap (or the runtime's own heap cap,
+    /// which the profile sets below it: an exit saying so).
+    RunsOutOfMemory,
+}
+
+struct Item {
+    id: String,
+    profile: String,
+    program: String,
+    args: Vec<String>,
+    stdin: Option<String>,
+    expected_stdout: Option<serde_json::Value>,
+    expect: Expect,
+}
+
+fn item(id: String, profile: &str, program: String, expect: Expect) -> Item {
+    Item {
+        id,
+        profile: profile.to_string(),
+        program,
+        args: Vec::new(),
+        stdin: None,
+        expected_stdout: None,
+        expect,
+    }
+}
+
+fn repo_file(path: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The program's path in the sandbox: /sandbox/<the profile's source>.
+fn sandbox_path(dir: &Dir, profile: &str) -> String {
+    let config: toml::Value =
+        toml::from_str(&std::fs::read_to_string(dir.path().join("progscore.toml")).unwrap())
+            .unwrap();
+    let source = config["profiles"][profile]
+        .get("source")
+        .and_then(|s| s.as_str())
+        .unwrap_or("program");
+    format!("/sandbox/{source}")
+}
+
+/// Every item of the all-languages batch: per added language its probes (no
+/// network, nothing writable, a fork bomb contained, a busy loop's proven
+/// timeout, a memory hog at the cap, a syntax error a proven `false`); per
+/// MultiPL-E language a correct and a wrong solution of two problems
+/// (examples/languages/multipl-e); the full Python standard library, numpy
+/// under python-sci, and Rust's edition 2024.
+fn all_language_items(dir: &Dir) -> Vec<Item> {
+    let mut items = Vec::new();
+    for (profile, extension, _) in MORE_LANGUAGES {
+        let probe = |name: &str| probe_source(profile, extension, name);
+        let mut network = item(
+            format!("{profile}/network"),
+            profile,
+            probe("network"),
+            Expect::Passes,
+        );
+        network.expected_stdout = Some(serde_json::json!({"equals": "unreachable"}));
+        items.push(network);
+        let mut write = item(
+            format!("{profile}/write_paths"),
+            profile,
+            probe("write_paths"),
+            Expect::Passes,
+        );
+        write.args = vec![sandbox_path(dir, profile)];
+        write.expected_stdout = Some(serde_json::json!({"equals": "denied\ndenied\ndenied"}));
+        items.push(write);
+        let mut bomb = item(
+            format!("{profile}/fork_bomb"),
+            profile,
+            probe("fork_bomb"),
+            Expect::Contained,
+        );
+        bomb.expected_stdout = Some(serde_json::json!({"regex": "(?m)^contained$"}));
+        items.push(bomb);
+        items.push(item(
+            format!("{profile}/busy_loop"),
+            profile,
+            probe("busy_loop"),
+            Expect::TimesOut,
+        ));
+        items.push(item(
+            format!("{profile}/memory_hog"),
+            profile,
+            probe("memory_hog"),
+            Expect::RunsOutOfMemory,
+        ));
+        let compiled = MORE_LANGUAGES.iter().any(|(p, _, c)| *p == profile && *c);
+        items.push(item(
+            format!("{profile}/syntax_error"),
+            profile,
+            probe("syntax_error"),
+            if compiled {
+                Expect::DoesNotCompile
+            } else {
+                Expect::Fails
+            },
+        ));
+    }
+    for (language, profile) in MULTIPL_E {
+        for problem in ["add", "sum_to_n"] {
+            for (variant, expect) in [("correct", Expect::Passes), ("wrong", Expect::Fails)] {
+                items.push(item(
+                    format!("multipl-e/{language}/{problem}-{variant}"),
+                    profile,
+                    repo_file(&format!(
+                        "examples/languages/multipl-e/{language}/{problem}-{variant}.{language}"
+                    )),
+                    expect,
+                ));
+            }
+        }
+    }
+    let stdlib = probe_source("python", "py", "stdlib");
+    let mut full = item(
+        "python/stdlib".into(),
+        "python",
+        stdlib.clone(),
+        Expect::Passes,
+    );
+    full.expected_stdout = Some(serde_json::json!({"equals": "ok"}));
+    items.push(full);
+    // The minimal image lacks them: the verdict is about the image there.
+    items.push(item(
+        "python-minimal/stdlib".into(),
+        "python-minimal",
+        stdlib,
+        Expect::Fails,
+    ));
+    let mut numpy = item(
+        "python-sci/numpy".into(),
+        "python-sci",
+        probe_source("python-sci", "py", "numpy_solution"),
+        Expect::Passes,
+    );
+    numpy.stdin = Some("1\n2\n3\n".into());
+    numpy.expected_stdout = Some(serde_json::json!({"equals": "ok"}));
+    items.push(numpy);
+    let mut rust = item(
+        "rust/edition_2024".into(),
+        "rust",
+        probe_source("rust", "rs", "edition_2024"),
+        Expect::Passes,
+    );
+    rust.expected_stdout = Some(serde_json::json!({"equals": "ok"}));
+    items.push(rust);
+    items
+}
+
+fn batch_line(item: &Item) -> String {
+    let mut expected = serde_json::json!({"exit_code": 0});
+    if let Some(stdout) = &item.expected_stdout {
+        expected["stdout"] = stdout.clone();
+    }
+    serde_json::json!({
+        "id": item.id,
+        "program": item.program,
+        "expectation": {"conditions": [{"program_behaves": {"profile": item.profile, "cases": [
+            {"invocation": {"args": item.args, "stdin": item.stdin}, "expected": expected}]}}]},
+    })
+    .to_string()
+}
+
+/// Scores the batch in one process and checks every item's ending.
+fn score_all_languages(dir: &Dir, items: &[Item]) {
+    let lines: Vec<String> = items.iter().map(batch_line).collect();
+    dir.write("all.jsonl", lines.join("\n") + "\n");
+    let output = dir.run(&["score", "all.jsonl", "--jobs", "4"]);
+    let results = result_lines(&stdout(&output));
+    assert_eq!(results.len(), items.len(), "{}", stderr(&output));
+    let mut wrong = Vec::new();
+    for result in &results {
+        let id = result["id"].as_str().unwrap();
+        let item = items.iter().find(|i| i.id == id).unwrap();
+        let case = &result["cases"][0];
+        let ok = match item.expect {
+            Expect::Passes => verdict(result) == "true",
+            Expect::Fails => verdict(result) == "false" && case["outcome"] == "exited",
+            Expect::DoesNotCompile => {
+                verdict(result) == "false" && case["outcome"] == "compile_error"
+            }
+            Expect::TimesOut => verdict(result) == "false" && case["outcome"] == "timed_out",
+            Expect::Contained => {
+                verdict(result) == "true"
+                    || (verdict(result) == "false" && case["outcome"] == "timed_out")
+            }
+            Expect::RunsOutOfMemory => {
+                verdict(result) == "false"
+                    && (case["outcome"] == "memory_limit"
+                        || (case["outcome"] == "exited" && case["exit_code"] != 0))
+            }
+        };
+        if !ok {
+            wrong.push(format!("{id}: expected {:?}, got {result}", item.expect));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(
+        dir.owner_leftovers().is_empty(),
+        "{:?}",
+        dir.owner_leftovers()
+    );
+}
+
+/// Every language `scripts/setup.sh --languages all` adds, in one batch (one
+/// process, run together): its probes, MultiPL-E programs with their own
+/// tests, full Python, numpy, and Rust 2024, each ending as it must.
+#[test]
+fn every_added_language_is_hardened_and_scores_multipl_e_programs() {
+    let dir = dir_with_short_timeouts();
+    let items = all_language_items(&dir);
+    score_all_languages(&dir, &items);
+}
+
+/// The same batch under the daemonless backend (every docker profile
+/// switched to `oci`).
+#[test]
+fn every_added_language_gets_the_same_endings_without_a_daemon() {
+    let dir = dir_with_short_timeouts();
+    // Every profile pinned by digest (an image id is the Docker engine's own).
+    dir.edit_config(|text| {
+        let mut out = String::new();
+        let mut by_id = false;
+        for line in text.lines() {
+            if line.starts_with("[profiles.") {
+                by_id = line.starts_with("[profiles.python-by-id");
+            }
+            if !by_id && line == "backend = \"docker\"" {
+                out.push_str("backend = \"oci\"\n");
+            } else {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    });
+    let items = all_language_items(&dir);
+    score_all_languages(&dir, &items);
+}

@@ -96,6 +96,16 @@ impl Replayer {
         expectation
     }
 
+    /// The profile `name` stands for: a profile's own name, or the profile
+    /// a language name maps to; anything else as given (for the sandbox to
+    /// refuse).
+    pub fn profile_name<'a>(&'a self, name: &'a str) -> &'a str {
+        if self.profiles.iter().any(|p| p.name == name) {
+            return name;
+        }
+        self.languages.get(name).map_or(name, String::as_str)
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<EvidenceStore> {
         &self.store

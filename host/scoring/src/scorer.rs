@@ -45,7 +45,9 @@ impl ProgramExecutionScorer {
     /// a passed check is kept, a failed one is asked again next time.
     /// [`Self::score`] calls it first; call it for every profile of a batch
     /// to refuse a batch before anything runs.
+    /// A language name is checked as the profile it stands for.
     pub async fn preflight(&self, profile: &str) -> Result<Preflight, SandboxError> {
+        let profile = self.replayer.profile_name(profile);
         let mut preflights = self.preflights.lock().await;
         if let Some(found) = preflights.get(profile) {
             return Ok(found.clone());

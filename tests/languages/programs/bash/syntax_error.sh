@@ -1,0 +1,2 @@
+# Does not parse: bash exits 2.
+if then fi

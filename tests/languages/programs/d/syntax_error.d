@@ -1,0 +1,2 @@
+// Does not compile: gdc exits 1.
+void main() { int x = ; }

@@ -1,0 +1,2 @@
+-- Probe: spin forever on the CPU.
+while true do end

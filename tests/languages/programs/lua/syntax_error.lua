@@ -1,0 +1,2 @@
+-- Does not parse: lua exits 1.
+local x = = 1

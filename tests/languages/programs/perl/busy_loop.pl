@@ -1,0 +1,2 @@
+# Probe: spin forever on the CPU.
+1 while 1;

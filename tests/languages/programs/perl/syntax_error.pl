@@ -1,0 +1,2 @@
+# Does not parse: perl exits 255.
+my $x = ;

@@ -1,0 +1,3 @@
+<?php
+// Probe: spin forever on the CPU.
+while (true) {}

@@ -1,0 +1,3 @@
+<?php
+// Does not parse: php exits 255.
+$x = ;

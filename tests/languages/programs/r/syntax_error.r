@@ -1,0 +1,2 @@
+# Does not parse: Rscript exits 1.
+x <- )

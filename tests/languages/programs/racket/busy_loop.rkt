@@ -1,0 +1,3 @@
+#lang racket/base
+;; Probe: spin forever on the CPU.
+(let loop () (loop))

@@ -1,0 +1,2 @@
+# Does not parse: ruby exits 1.
+def f(; end

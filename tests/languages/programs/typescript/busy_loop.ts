@@ -1,0 +1,3 @@
+// Probe: spin forever on the CPU.
+let counter = 0;
+while (true) { counter++; }
