@@ -26,6 +26,8 @@ pub struct Config {
     pub docker: DockerSettings,
     /// Where the OCI backend keeps its image cache, and its bounds (`[oci]`).
     pub oci: progscore_oci::OciOptions,
+    /// How `progscore serve` listens, admits, queues and drains (`[serve]`).
+    pub serve: crate::serve::ServeSettings,
 }
 
 /// The `[docker]` section (bounds on the engines' work, never the
@@ -120,6 +122,8 @@ struct ConfigFile {
     docker: DockerSection,
     #[serde(default)]
     oci: OciSection,
+    #[serde(default)]
+    serve: crate::serve::ServeSection,
     /// Kept in the file's order: the first engine is preferred when engines
     /// are equally free.
     #[serde(default)]
@@ -332,6 +336,8 @@ impl Config {
             } else {
                 base.join(file.store.path)
             };
+        let names: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
+        let serve = crate::serve::parse_serve(&shown, text, file.serve, &names)?;
         Ok(Config {
             path: path.to_path_buf(),
             store_path,
@@ -339,6 +345,7 @@ impl Config {
             comparators,
             docker,
             oci,
+            serve,
         })
     }
 
@@ -417,7 +424,7 @@ pub const MAX_RUNTIME_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 /// `[table] field = value` as a duration from 1s to `max`, or a refusal
 /// naming the file, the field's line and the bounds.
-fn bounded_duration(
+pub(crate) fn bounded_duration(
     shown: &str,
     text: &str,
     table: &str,
@@ -446,7 +453,7 @@ fn bounded_duration(
 /// `file:line` of `key = ...` inside the table `[table]` (dotted keys of a
 /// parent table, such as `limits.timeout` under `[profiles.python]`, are
 /// not looked for: the caller falls back to the table's header).
-fn locate_key(path: &str, text: &str, table: &str, key: &str) -> Option<String> {
+pub(crate) fn locate_key(path: &str, text: &str, table: &str, key: &str) -> Option<String> {
     let start = locate_line(text, table)?;
     text.lines()
         .enumerate()
@@ -483,7 +490,7 @@ fn locate_line(text: &str, table: &str) -> Option<usize> {
 }
 
 /// `file:line` of a table header such as `[profiles.python]`, or the file alone.
-fn locate(path: &str, text: &str, table: &str) -> String {
+pub(crate) fn locate(path: &str, text: &str, table: &str) -> String {
     let header = format!("[{table}]");
     let quoted = match table.split_once('.') {
         Some((section, name)) => format!("[{section}.\"{name}\"]"),
