@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use progscore_scoring::evidence::ScoreStatus;
 use progscore_scoring::{ReasonKind, Score};
 
 pub(super) use progscore_runtime::results::{result_line, verdict_word};
