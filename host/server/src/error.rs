@@ -33,7 +33,7 @@ pub enum ServeError {
         others: String,
         /// Why.
         #[source]
-        source: SandboxError,
+        source: Box<SandboxError>,
     },
     /// The session (store, comparators, backends) could not be opened.
     #[error(transparent)]

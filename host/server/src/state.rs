@@ -79,7 +79,7 @@ impl AppState {
                 return Err(ServeError::Preflight {
                     profile: name.clone(),
                     others: others.join(", "),
-                    source,
+                    source: Box::new(source),
                 });
             }
             tracing::info!(profile = %name, "preflight passed");
