@@ -845,6 +845,43 @@ EOF
     log "wrote $CONFIG_OUT (python image ${digest}; languages: ${LANGUAGES:-none})"
 }
 
+# The published HTTP clients that tests/serve runs against `progscore serve`:
+# the sandbox-fusion SDK in a cached venv, and verl's SandboxFusion reward
+# module, the one file of its wheel that is used (fetched without verl's heavy
+# dependencies; it needs only requests). Quick once done.
+SERVE_CLIENTS_DIR="$CACHE_DIR/serve-clients"
+VERL_VERSION=0.9.1
+ensure_serve_clients() {
+    local venv="$SERVE_CLIENTS_DIR/venv"
+    local requirements="$REPO_ROOT/tests/serve/clients/requirements.txt"
+    local stamp="$SERVE_CLIENTS_DIR/installed.txt"
+    local verl_module="$SERVE_CLIENTS_DIR/verl_sandbox_fusion_utils.py"
+    if [ -s "$verl_module" ] && cmp -s "$requirements" "$stamp" &&
+        "$venv/bin/python" -c 'import sandbox_fusion, requests' 2>/dev/null; then
+        return
+    fi
+    log "installing the SandboxFusion SDK and verl's reward module into $SERVE_CLIENTS_DIR"
+    if ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then
+        python3 -c 'import ensurepip, venv' 2>/dev/null ||
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+    fi
+    "$venv/bin/pip" install -q -r "$requirements"
+    local wheels
+    wheels="$(mktemp -d)"
+    "$venv/bin/pip" download -q --no-deps -d "$wheels" "verl==$VERL_VERSION"
+    "$venv/bin/python" - "$wheels"/verl-*.whl "$verl_module" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel:
+    source = wheel.read("verl/utils/reward_score/sandbox_fusion/utils.py")
+with open(sys.argv[2], "wb") as out:
+    out.write(source)
+PY
+    rm -rf "$wheels"
+    cp "$requirements" "$stamp"
+}
+
 main() {
     parse_args "$@"
     need_root
@@ -858,6 +895,7 @@ main() {
     ensure_fixture_images
     PROGSCORE_CACHE_DIR="$CACHE_DIR" bash "$REPO_ROOT/scripts/setup-wasi.sh"
     write_config
+    ensure_serve_clients
     log "ready"
 }
 

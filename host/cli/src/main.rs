@@ -24,10 +24,16 @@ fn main() -> ExitCode {
         libc::sigemptyset(&mut action.sa_mask);
         libc::sigaction(libc::SIGPIPE, &action, std::ptr::null_mut());
     }
+    let args = cli::Args::parse();
+    // The server logs each request (id, route, status, time) by default.
+    let default_log = match args.command {
+        cli::Command::Serve(_) => "warn,progscore_server=info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("PROGSCORE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_log)),
         )
         .with_writer(std::io::stderr)
         // Colour only on a terminal, and never when NO_COLOR is set
@@ -37,7 +43,6 @@ fn main() -> ExitCode {
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         )
         .init();
-    let args = cli::Args::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -86,11 +86,24 @@ impl Batch {
     /// decoded on its own: a line that is not UTF-8 is refused (naming the
     /// first bad byte), and the other lines are still read.
     pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Batch {
-        let file = path.display().to_string();
         let base = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
+        Batch::parse_lines(&path.display().to_string(), Some(base), bytes)
+    }
+
+    /// Parses batch lines that came over a network from `source` (a name
+    /// for messages, such as `request`): the same shape, but `program_file`
+    /// is refused, since a path would name a file of this machine.
+    pub fn parse_sent(source: &str, bytes: &[u8]) -> Batch {
+        Batch::parse_lines(source, None, bytes)
+    }
+
+    /// The lines of `bytes` from `file`; `program_file`s resolve against
+    /// `base`, or are refused without one.
+    fn parse_lines(file: &str, base: Option<&Path>, bytes: &[u8]) -> Batch {
+        let file = file.to_string();
         let mut batch = Batch::default();
         let mut seen = HashSet::new();
         for (index, raw) in lines(bytes).enumerate() {
@@ -160,8 +173,16 @@ impl Batch {
             }
             let program = match (parsed.program, parsed.program_file) {
                 (Some(program), None) => program.into_bytes(),
+                (None, Some(_)) if base.is_none() => {
+                    batch.errors.push(error(
+                        Some(id),
+                        Some("program_file".into()),
+                        "not accepted here: send the code itself as `program`".into(),
+                    ));
+                    continue;
+                }
                 (None, Some(program_file)) => {
-                    let resolved = base.join(&program_file);
+                    let resolved = base.unwrap_or(Path::new(".")).join(&program_file);
                     match std::fs::read(&resolved) {
                         Ok(bytes) => bytes,
                         Err(err) => {
@@ -259,6 +280,24 @@ mod tests {
             errors[3]
         );
         assert_eq!(batch.errors[1].id.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn sent_lines_may_not_name_files_of_this_machine() {
+        let text = format!(
+            "{GOOD}\n{}\n",
+            GOOD.replace(
+                "\"program\": \"print(9)\"",
+                "\"program_file\": \"/etc/shadow\""
+            )
+            .replace("\"a\"", "\"b\"")
+        );
+        let batch = Batch::parse_sent("request", text.as_bytes());
+        assert_eq!(batch.items.len(), 1);
+        assert_eq!(
+            batch.errors[0].to_string(),
+            "request:2: field `program_file`: not accepted here: send the code itself as `program`"
+        );
     }
 
     #[test]

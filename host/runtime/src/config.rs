@@ -30,6 +30,8 @@ pub struct Config {
     /// (`[languages]`: `cs = "csharp"`, `nodejs = "javascript"`); each names a
     /// configured profile. A profile's own name always works besides.
     pub languages: BTreeMap<String, String>,
+    /// How `progscore serve` listens, admits, queues and drains (`[serve]`).
+    pub serve: crate::serve::ServeSettings,
 }
 
 /// The `[docker]` section (bounds on the engines' work, never the
@@ -124,6 +126,8 @@ struct ConfigFile {
     docker: DockerSection,
     #[serde(default)]
     oci: OciSection,
+    #[serde(default)]
+    serve: crate::serve::ServeSection,
     /// Kept in the file's order: the first engine is preferred when engines
     /// are equally free.
     #[serde(default)]
@@ -339,6 +343,8 @@ impl Config {
                 base.join(file.store.path)
             };
         let languages = check_languages(&shown, text, &profiles, file.languages)?;
+        let names: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
+        let serve = crate::serve::parse_serve(&shown, text, file.serve, &names)?;
         Ok(Config {
             path: path.to_path_buf(),
             store_path,
@@ -347,6 +353,7 @@ impl Config {
             docker,
             oci,
             languages,
+            serve,
         })
     }
 
@@ -493,7 +500,7 @@ pub const MAX_RUNTIME_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 /// `[table] field = value` as a duration from 1s to `max`, or a refusal
 /// naming the file, the field's line and the bounds.
-fn bounded_duration(
+pub(crate) fn bounded_duration(
     shown: &str,
     text: &str,
     table: &str,
@@ -522,7 +529,7 @@ fn bounded_duration(
 /// `file:line` of `key = ...` inside the table `[table]` (dotted keys of a
 /// parent table, such as `limits.timeout` under `[profiles.python]`, are
 /// not looked for: the caller falls back to the table's header).
-fn locate_key(path: &str, text: &str, table: &str, key: &str) -> Option<String> {
+pub(crate) fn locate_key(path: &str, text: &str, table: &str, key: &str) -> Option<String> {
     let start = locate_line(text, table)?;
     text.lines()
         .enumerate()
@@ -559,7 +566,7 @@ fn locate_line(text: &str, table: &str) -> Option<usize> {
 }
 
 /// `file:line` of a table header such as `[profiles.python]`, or the file alone.
-fn locate(path: &str, text: &str, table: &str) -> String {
+pub(crate) fn locate(path: &str, text: &str, table: &str) -> String {
     let header = format!("[{table}]");
     let quoted = match table.split_once('.') {
         Some((section, name)) => format!("[{section}.\"{name}\"]"),

@@ -9,4 +9,6 @@ pub mod batch;
 pub mod comparators;
 pub mod config;
 pub mod policy;
+pub mod results;
+pub mod serve;
 pub mod session;

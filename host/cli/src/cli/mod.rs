@@ -9,6 +9,7 @@ mod profiles;
 mod report;
 mod run;
 mod score;
+mod serve;
 
 use std::path::PathBuf;
 
@@ -62,6 +63,8 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Write a batch's results as one self-contained HTML page.
     Report(report::ReportArgs),
+    /// Serve the runtime over HTTP: progscore's /v1 API and SandboxFusion's /run_code.
+    Serve(serve::ServeArgs),
 }
 
 /// A request to stop: SIGINT, SIGTERM or SIGHUP, and the exit status it gives.
@@ -175,6 +178,7 @@ pub async fn dispatch(args: Args) -> u8 {
         Command::Profiles(profile_args) => profiles::run(&config, profile_args),
         Command::Doctor(doctor_args) => doctor::run(&config, doctor_args).await,
         Command::Report(report_args) => report::run(&config, report_args),
+        Command::Serve(serve_args) => serve::serve(&config, serve_args).await,
     };
     match result {
         Ok(code) => code,

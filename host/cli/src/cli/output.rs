@@ -6,44 +6,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use progscore_scoring::evidence::ScoreStatus;
 use progscore_scoring::{ReasonKind, Score};
 
-pub(super) fn verdict_word(status: ScoreStatus, value: Option<bool>) -> String {
-    match (status, value) {
-        (ScoreStatus::Complete, Some(true)) => "true".into(),
-        (ScoreStatus::Complete, Some(false)) => "false".into(),
-        _ => "undetermined".into(),
-    }
-}
-
-/// The result line users read: DESIGN.md's shape, plus where the evidence came from.
-pub(super) fn result_line(
-    score: &Score,
-    rescore: Option<(bool, Option<String>)>,
-) -> serde_json::Value {
-    let mut line = serde_json::json!({
-        "id": score.item_id,
-        "status": score.status,
-        "value": score.value,
-        "rationale": score.rationale,
-        "observation_ids": score.observation_ids,
-        "cases": score.cases,
-        "evidence": score.evidence,
-        "score_id": score.score_id,
-    });
-    if let Some(reason) = &score.reason {
-        line["reason"] = serde_json::Value::String(reason.clone());
-    }
-    if let Some(kind) = score.reason_kind {
-        line["reason_kind"] = serde_json::to_value(kind).unwrap_or_default();
-    }
-    if let Some((changed, previous)) = rescore {
-        line["changed"] = serde_json::Value::Bool(changed);
-        line["previous"] = previous.map_or(serde_json::Value::Null, serde_json::Value::String);
-    }
-    line
-}
+pub(super) use progscore_runtime::results::{result_line, verdict_word};
 
 /// Where result lines go.
 pub(super) struct Output {

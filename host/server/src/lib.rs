@@ -1,0 +1,182 @@
+//! `progscore serve`: the HTTP face over the same runtime as the CLI and
+//! the Python package. It has no policy of its own: the config, the
+//! backends, the evidence store, the scorer and the batch policy are
+//! `progscore-runtime`'s; this crate maps requests onto them.
+//!
+//! Each dialect is one module (`native` for `/v1`, `sandbox_fusion` for
+//! `/run_code`), and every dialect runs programs through one shared path
+//! ([`execute`]): a per-profile queue, then the scorer's evidence path
+//! (stored evidence reused, in-flight runs joined, runs stored). Dialects
+//! differ only in how they map requests and answers.
+//!
+//! # Decisions
+//! - It listens on loopback unless told otherwise; any other address needs
+//!   at least one token (`Authorization: Bearer`, or Judge0's
+//!   `X-Auth-Token`), compared in constant time. `/healthz` and `/readyz`
+//!   need none: they say nothing but "up" and "ready".
+//! - No CORS headers: a browser page elsewhere cannot call it.
+//! - Logs name the request id, route, status and time, never a body.
+//! - A run belongs to the server, not to the connection: a client that
+//!   goes away cancels its run, whose cleanup still finishes (and a drain
+//!   waits for it).
+
+mod auth;
+mod body;
+mod error;
+mod execute;
+mod native;
+mod observe;
+mod queue;
+mod sandbox_fusion;
+mod state;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::get;
+use progscore_runtime::backends::WasiWorkers;
+use progscore_runtime::config::Config;
+use progscore_runtime::session::Session;
+use tokio::net::TcpListener;
+
+pub use error::{ApiError, ServeError};
+pub use state::AppState;
+
+/// How long a client may take to send a request's body (slow senders hold
+/// a connection and memory, and block nobody else's work).
+const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A server built from a config: its session opened and every served
+/// profile's preflight passed.
+pub struct Server {
+    state: Arc<AppState>,
+}
+
+impl Server {
+    /// Opens the session and runs the preflight of every profile served, as
+    /// `progscore score` does before its first item; refuses an address
+    /// other than loopback without a token, and a profile that cannot run.
+    pub async fn build(config: Config, workers: WasiWorkers) -> Result<Server, ServeError> {
+        let settings = config.serve.clone();
+        if !settings.listen.ip().is_loopback() && !settings.requires_token() {
+            return Err(ServeError::TokenRequired {
+                config: config.path.display().to_string(),
+                listen: settings.listen,
+            });
+        }
+        let session = Session::open(&config, workers)?;
+        let state = AppState::new(config, session)?;
+        state.preflight().await?;
+        Ok(Server {
+            state: Arc::new(state),
+        })
+    }
+
+    /// The shared state (for tests and the metrics of a caller).
+    pub fn state(&self) -> &Arc<AppState> {
+        &self.state
+    }
+
+    /// The router with every route and layer.
+    pub fn router(&self) -> Router {
+        router(self.state.clone())
+    }
+
+    /// Serves on `listener` until `shutdown` resolves; then stops accepting,
+    /// lets in-flight requests finish within the drain time, cancels what is
+    /// left (each run cleans up), and returns once every run has ended.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        let state = self.state.clone();
+        let app = self.router();
+        let stop = tokio_util::sync::CancellationToken::new();
+        let draining = {
+            let stop = stop.clone();
+            let state = state.clone();
+            async move {
+                shutdown.await;
+                state.begin_drain();
+                tracing::info!(
+                    drain_s = state.settings().drain.as_secs_f64(),
+                    in_flight = state.runs_in_flight(),
+                    "draining"
+                );
+                stop.cancel();
+            }
+        };
+        tokio::spawn(draining);
+        let server = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown({
+            let stop = stop.clone();
+            async move { stop.cancelled().await }
+        });
+        // Past the drain time, what still runs is cancelled: each run's
+        // cleanup finishes inside its task, which the tracker waits for.
+        let cancel_after_drain = tokio::spawn({
+            let state = state.clone();
+            async move {
+                stop.cancelled().await;
+                tokio::time::sleep(state.settings().drain).await;
+                tracing::warn!(
+                    in_flight = state.runs_in_flight(),
+                    "drain time over: cancelling what is left"
+                );
+                state.cancel_runs();
+            }
+        });
+        let served = server.await;
+        cancel_after_drain.abort();
+        state.cancel_runs();
+        state.wait_for_runs().await;
+        served.map_err(ServeError::Io)
+    }
+}
+
+/// Every route, behind the request log, the token check and the body limit.
+pub fn router(state: Arc<AppState>) -> Router {
+    let max_body = usize::try_from(state.settings().max_body).unwrap_or(usize::MAX);
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .merge(native::routes())
+        .merge(sandbox_fusion::routes())
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ))
+        .layer(axum::extract::DefaultBodyLimit::max(max_body))
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            BODY_READ_TIMEOUT,
+        ))
+        .layer(axum::middleware::from_fn(observe::log_request))
+        .with_state(state)
+}
+
+/// Liveness: the process answers.
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+/// Readiness: preflight passed and the server is not draining.
+async fn readyz(
+    axum::extract::State(state): axum::extract::State<Arc<AppState>>,
+) -> (axum::http::StatusCode, &'static str) {
+    if state.is_draining() {
+        (axum::http::StatusCode::SERVICE_UNAVAILABLE, "draining\n")
+    } else {
+        (axum::http::StatusCode::OK, "ready\n")
+    }
+}
+
+async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found(format!("no route {}", uri.path()))
+}

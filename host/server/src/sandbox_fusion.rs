@@ -1,0 +1,337 @@
+//! SandboxFusion's dialect: `POST /run_code` and `GET /v1/ping`, in the
+//! request and response shapes of the `sandbox-fusion` 0.3.7 client's
+//! models (`RunCodeRequest`, `RunCodeResponse`, `CommandRunResult`), so
+//! that its SDK and verl's `check_correctness` work by a change of URL.
+//!
+//! Status mapping (the three-valued verdict kept):
+//! - anything that proves nothing about the program (a sandbox error, a
+//!   case not run, a timeout the machine was too busy to prove, a sandbox
+//!   that refused the run) is `SandboxError`, never `Failed`: its clients
+//!   retry it, and the run is never stored as reusable evidence;
+//! - a proven timeout is `TimeLimitExceeded` (`Failed`); a memory kill is
+//!   `Finished` with return code 137 (`Failed`), as a killed process shows;
+//! - a build that failed is `Failed` with `compile_result` and no
+//!   `run_result`, as SandboxFusion reports a compile error;
+//! - exit 0 is `Success`, any other exit `Failed`.
+//!
+//! `execution_time` is the program's own wall time, from its start (no
+//! container start-up or queue wait in it). Every response names its
+//! observation in `X-Progscore-Observation` and where the evidence came
+//! from (`ran`, `joined`, `stored`) in `X-Progscore-Evidence`. A request
+//! that waited past `[serve] queue_wait` gets 504, which verl retries.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use progscore_sandbox::{ByteString, CapturedStream, Invocation, InvocationEvent, Outcome};
+use serde::{Deserialize, Serialize};
+
+use crate::body::JsonBody;
+use crate::error::ApiError;
+use crate::execute::{Executed, JobError, Part, ProgramJob, execute};
+use crate::state::AppState;
+
+/// The header naming the observation a response rests on.
+pub const OBSERVATION_HEADER: &str = "x-progscore-observation";
+/// The header saying whether the program ran, joined a run, or was stored.
+pub const EVIDENCE_HEADER: &str = "x-progscore-evidence";
+
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/run_code", post(run_code))
+        .route("/v1/ping", get(ping))
+}
+
+/// `GET /v1/ping`: `"pong"`, as SandboxFusion answers.
+async fn ping() -> axum::Json<&'static str> {
+    axum::Json("pong")
+}
+
+/// `RunCodeRequest` (with verl's `memory_limit_MB`). Fields the client
+/// models do not have are ignored, as SandboxFusion's own models do.
+#[derive(Debug, Deserialize)]
+struct RunCodeRequest {
+    code: String,
+    language: String,
+    #[serde(default)]
+    stdin: Option<String>,
+    /// Accepted; the profile's limits apply (see docs/serve.md).
+    #[serde(default)]
+    #[allow(dead_code)]
+    compile_timeout: Option<f64>,
+    /// Accepted; the profile's limits apply.
+    #[serde(default)]
+    #[allow(dead_code)]
+    run_timeout: Option<f64>,
+    /// Accepted; the profile's limits apply.
+    #[serde(default, rename = "memory_limit_MB")]
+    #[allow(dead_code)]
+    memory_limit_mb: Option<f64>,
+    #[serde(default)]
+    files: BTreeMap<String, Option<String>>,
+    #[serde(default)]
+    fetch_files: Vec<String>,
+}
+
+/// `RunStatus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+enum RunStatus {
+    Success,
+    Failed,
+    SandboxError,
+}
+
+/// `CommandRunStatus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+enum CommandRunStatus {
+    Finished,
+    Error,
+    TimeLimitExceeded,
+}
+
+/// `CommandRunResult`.
+#[derive(Debug, Serialize)]
+struct CommandRunResult {
+    status: CommandRunStatus,
+    execution_time: Option<f64>,
+    cpu_time: Option<f64>,
+    return_code: Option<i64>,
+    stdout: Option<String>,
+    stderr: Option<String>,
+}
+
+/// `RunCodeResponse`.
+#[derive(Debug, Serialize)]
+struct RunCodeResponse {
+    status: RunStatus,
+    message: String,
+    compile_result: Option<CommandRunResult>,
+    run_result: Option<CommandRunResult>,
+    executor_pod_name: Option<String>,
+    files: BTreeMap<String, String>,
+}
+
+impl RunCodeResponse {
+    fn sandbox_error(message: String) -> RunCodeResponse {
+        RunCodeResponse {
+            status: RunStatus::SandboxError,
+            message,
+            compile_result: None,
+            run_result: None,
+            executor_pod_name: None,
+            files: BTreeMap::new(),
+        }
+    }
+}
+
+/// `POST /run_code`.
+async fn run_code(
+    State(state): State<Arc<AppState>>,
+    JsonBody(request): JsonBody<RunCodeRequest>,
+) -> Response {
+    let Some(profile) = state.language_profile(&request.language) else {
+        return ApiError::bad_field(
+            "language",
+            format!(
+                "`{}` is not configured here (configured: {})",
+                request.language,
+                state.languages().join(", ")
+            ),
+        )
+        .into_response();
+    };
+    if let Some(name) = request.files.keys().next() {
+        return ApiError::bad_field(
+            format!("files.{name}"),
+            "files beside the program are not supported: progscore runs the program alone (send data on stdin)",
+        )
+        .into_response();
+    }
+    if !request.fetch_files.is_empty() {
+        return ApiError::bad_field(
+            "fetch_files",
+            "fetching files back is not supported: the program's stdout and stderr are returned",
+        )
+        .into_response();
+    }
+    let job = ProgramJob {
+        program: request.code.into_bytes(),
+        profile: profile.to_string(),
+        invocations: vec![Invocation {
+            args: Vec::new(),
+            stdin: request.stdin.map(|s| ByteString(s.into_bytes())),
+        }],
+        fresh: false,
+        expectation: None,
+        item_id: None,
+    };
+    let field = |part: Part| match part {
+        Part::Program => "code".to_string(),
+        Part::Invocations | Part::Args(_) => "language".to_string(),
+        Part::Stdin(_) => "stdin".to_string(),
+    };
+    match execute(&state, job, &field).await {
+        Ok(executed) => respond(&executed),
+        Err(JobError::Invalid(error)) => error.into_response(),
+        // What verl retries.
+        Err(JobError::Busy { profile, refusal }) => ApiError {
+            status: StatusCode::GATEWAY_TIMEOUT,
+            message: refusal.message(&profile),
+            field: None,
+            retry_after: None,
+        }
+        .into_response(),
+        Err(JobError::Refused(message)) => axum::Json(RunCodeResponse::sandbox_error(format!(
+            "the sandbox could not run the program: {message}"
+        )))
+        .into_response(),
+        Err(JobError::Cancelled) => axum::Json(RunCodeResponse::sandbox_error(
+            "the server is shutting down; the program was not run to its end".into(),
+        ))
+        .into_response(),
+        Err(JobError::Internal(message)) => axum::Json(RunCodeResponse::sandbox_error(format!(
+            "progscore failed: {message}"
+        )))
+        .into_response(),
+    }
+}
+
+/// The response for a run, with the observation named in headers.
+fn respond(executed: &Executed) -> Response {
+    let body = map_run(executed);
+    let mut response = axum::Json(body).into_response();
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&executed.observation.id) {
+        headers.insert(OBSERVATION_HEADER, value);
+    }
+    let evidence = serde_json::to_value(executed.score.evidence)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    if let Ok(value) = HeaderValue::from_str(&evidence) {
+        headers.insert(EVIDENCE_HEADER, value);
+    }
+    response
+}
+
+/// SandboxFusion's view of a run (see the module doc for the mapping).
+fn map_run(executed: &Executed) -> RunCodeResponse {
+    let run = &executed.observation.run;
+    let observation = &executed.observation.id;
+    let compile_result = run.compile.as_ref().map(|c| command_result(&c.event));
+    if let Some(compile) = &run.compile
+        && compile.event.outcome.is_unproven()
+    {
+        return RunCodeResponse {
+            compile_result,
+            ..RunCodeResponse::sandbox_error(format!(
+                "{} (observation {observation})",
+                unproven_reason(&compile.event.outcome, "the compile")
+            ))
+        };
+    }
+    let Some(event) = run.events.first() else {
+        return RunCodeResponse::sandbox_error(format!(
+            "the run has no event (observation {observation})"
+        ));
+    };
+    if let Outcome::CompileError { reason } = &event.outcome {
+        return RunCodeResponse {
+            status: RunStatus::Failed,
+            message: reason.clone(),
+            compile_result,
+            run_result: None,
+            executor_pod_name: None,
+            files: BTreeMap::new(),
+        };
+    }
+    if event.outcome.is_unproven() {
+        return RunCodeResponse {
+            compile_result,
+            ..RunCodeResponse::sandbox_error(format!(
+                "{} (observation {observation})",
+                unproven_reason(&event.outcome, "the program")
+            ))
+        };
+    }
+    let run_result = command_result(event);
+    let (status, message) = match &event.outcome {
+        Outcome::Exited { exit_code: 0 } => (RunStatus::Success, String::new()),
+        Outcome::Exited { exit_code } => (
+            RunStatus::Failed,
+            format!("the program exited with code {exit_code}"),
+        ),
+        Outcome::TimedOut { .. } => (RunStatus::Failed, "the program timed out".into()),
+        Outcome::MemoryLimit => (
+            RunStatus::Failed,
+            "the program exceeded its memory limit and was killed".into(),
+        ),
+        // Unproven and compile outcomes were answered above.
+        other => (RunStatus::SandboxError, other.kind().to_string()),
+    };
+    let mut message = message;
+    for (name, stream) in [("stdout", &event.stdout), ("stderr", &event.stderr)] {
+        if stream.truncated {
+            let note = format!(
+                "{name} truncated: {} of {} bytes kept (the profile's output limit)",
+                stream.data.0.len(),
+                stream.total_bytes
+            );
+            message = if message.is_empty() {
+                note
+            } else {
+                format!("{message}; {note}")
+            };
+        }
+    }
+    RunCodeResponse {
+        status,
+        message,
+        compile_result,
+        run_result: Some(run_result),
+        executor_pod_name: None,
+        files: BTreeMap::new(),
+    }
+}
+
+/// Why an unproven outcome proves nothing, for the message.
+fn unproven_reason(outcome: &Outcome, what: &str) -> String {
+    match outcome {
+        Outcome::SandboxError { message } => format!("{what} hit a sandbox error: {message}"),
+        Outcome::NotRun { reason } => format!("{what} was not run: {reason}"),
+        Outcome::TimedOut {
+            unconfirmed: Some(why),
+            ..
+        } => format!("{what} timed out, but the timeout is not proven: {why}"),
+        other => format!("{what}: {}", other.kind()),
+    }
+}
+
+/// One command's result: its status, its own time, its output.
+fn command_result(event: &InvocationEvent) -> CommandRunResult {
+    let (status, return_code) = match &event.outcome {
+        Outcome::Exited { exit_code } => (CommandRunStatus::Finished, Some(*exit_code)),
+        Outcome::TimedOut { .. } => (CommandRunStatus::TimeLimitExceeded, None),
+        // What a process killed by SIGKILL shows.
+        Outcome::MemoryLimit => (CommandRunStatus::Finished, Some(137)),
+        _ => (CommandRunStatus::Error, None),
+    };
+    let text = |stream: &CapturedStream| String::from_utf8_lossy(&stream.data.0).into_owned();
+    CommandRunResult {
+        status,
+        execution_time: Some(event.duration_ms as f64 / 1000.0),
+        cpu_time: event
+            .usage
+            .as_ref()
+            .and_then(|u| u.cpu_ms)
+            .map(|ms| ms as f64 / 1000.0),
+        return_code,
+        stdout: Some(text(&event.stdout)),
+        stderr: Some(text(&event.stderr)),
+    }
+}

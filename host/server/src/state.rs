@@ -1,0 +1,192 @@
+//! What every request shares: the config, the runtime's session, the
+//! per-profile queues, and the runs in flight (tracked, so a drain waits
+//! for their cleanup).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use progscore_runtime::config::Config;
+use progscore_runtime::serve::ServeSettings;
+use progscore_runtime::session::Session;
+use progscore_sandbox::RuntimeProfile;
+use progscore_scoring::ProgramExecutionScorer;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::error::ServeError;
+use crate::queue::ProfileQueue;
+
+/// The server's shared state.
+pub struct AppState {
+    config: Config,
+    session: Session,
+    queues: BTreeMap<String, ProfileQueue>,
+    draining: AtomicBool,
+    /// Parent of every run's cancellation: cancelled when the drain is over.
+    runs: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl AppState {
+    /// The state over an opened session; one queue per served profile.
+    pub(crate) fn new(config: Config, session: Session) -> Result<AppState, ServeError> {
+        let settings = &config.serve;
+        let engines_take = session
+            .backends
+            .as_ref()
+            .and_then(|b| b.docker_capacity())
+            .unwrap_or(0);
+        let concurrency = settings
+            .concurrency
+            .unwrap_or_else(|| progscore_runtime::policy::default_jobs(engines_take));
+        let queues = served_profiles(&config)
+            .into_iter()
+            .map(|name| {
+                (
+                    name.clone(),
+                    ProfileQueue::new(concurrency, settings.queue, settings.queue_wait),
+                )
+            })
+            .collect();
+        Ok(AppState {
+            config,
+            session,
+            queues,
+            draining: AtomicBool::new(false),
+            runs: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+        })
+    }
+
+    /// Every served profile's preflight, as `score` runs it before its
+    /// first item; the first that fails stops the start.
+    pub(crate) async fn preflight(&self) -> Result<(), ServeError> {
+        let scorer = self.scorer();
+        let names: Vec<&String> = self.queues.keys().collect();
+        let checks = futures_util::future::join_all(
+            names
+                .iter()
+                .map(|name| async move { (*name, scorer.preflight(name).await) }),
+        )
+        .await;
+        for (name, check) in checks {
+            if let Err(source) = check {
+                let others: Vec<String> = names
+                    .iter()
+                    .filter(|other| *other != &name)
+                    .map(|other| format!("\"{other}\""))
+                    .collect();
+                return Err(ServeError::Preflight {
+                    profile: name.clone(),
+                    others: others.join(", "),
+                    source: Box::new(source),
+                });
+            }
+            tracing::info!(profile = %name, "preflight passed");
+        }
+        Ok(())
+    }
+
+    /// The `[serve]` settings.
+    pub fn settings(&self) -> &ServeSettings {
+        &self.config.serve
+    }
+
+    /// The config the server was started with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The runtime's session.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The scorer (a serving session always has one).
+    pub(crate) fn scorer(&self) -> &ProgramExecutionScorer {
+        self.session
+            .scorer
+            .as_ref()
+            .expect("a serving session is opened with backends")
+    }
+
+    /// The served profile named `name`, with its queue.
+    pub(crate) fn served(&self, name: &str) -> Option<(&RuntimeProfile, &ProfileQueue)> {
+        let queue = self.queues.get(name)?;
+        Some((self.config.profile(name)?, queue))
+    }
+
+    /// Programs in flight at most, over every served profile.
+    pub(crate) fn total_concurrency(&self) -> usize {
+        self.queues.values().map(ProfileQueue::concurrency).sum()
+    }
+
+    /// The served profiles' names.
+    pub fn served_names(&self) -> Vec<&str> {
+        self.queues.keys().map(String::as_str).collect()
+    }
+
+    /// The served profile a client's language name stands for: a served
+    /// profile's own name, or a `[languages]` name of one.
+    pub(crate) fn language_profile(&self, language: &str) -> Option<&str> {
+        let profile = self.config.language_profile(language)?;
+        self.queues
+            .get_key_value(&profile.name)
+            .map(|(name, _)| name.as_str())
+    }
+
+    /// The language names a client may use: the served profiles' names and
+    /// the `[languages]` names of served profiles, sorted.
+    pub fn languages(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .config
+            .language_names()
+            .into_iter()
+            .filter(|name| self.language_profile(name).is_some())
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// Whether a shutdown signal came.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn begin_drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Runs (tasks holding a sandbox call) not yet ended.
+    pub fn runs_in_flight(&self) -> usize {
+        self.tracker.len()
+    }
+
+    /// A cancellation token for a new run: cancelled by its caller, or when
+    /// the drain is over.
+    pub(crate) fn run_token(&self) -> CancellationToken {
+        self.runs.child_token()
+    }
+
+    /// The tracker every run's task is spawned on.
+    pub(crate) fn tracker(&self) -> &TaskTracker {
+        &self.tracker
+    }
+
+    pub(crate) fn cancel_runs(&self) {
+        self.runs.cancel();
+    }
+
+    pub(crate) async fn wait_for_runs(&self) {
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+}
+
+/// The profiles `[serve] profiles` names, else every configured one.
+fn served_profiles(config: &Config) -> Vec<String> {
+    match &config.serve.profiles {
+        Some(served) => served.clone(),
+        None => config.profiles.iter().map(|p| p.name.clone()).collect(),
+    }
+}

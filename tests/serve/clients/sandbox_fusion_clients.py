@@ -1,0 +1,132 @@
+"""The published SandboxFusion clients, unmodified, against `progscore serve`.
+
+Usage: python sandbox_fusion_clients.py ENDPOINT VERL_UTILS_PY
+
+Runs the `sandbox-fusion` SDK (run_code, run_code_async, run_concurrent) and
+verl's check_correctness (its module file, imported from the downloaded
+wheel) on correct, wrong, crashing, looping, compile-error and memory-hog
+programs in Python and C++, and checks what each client concludes. Prints
+one line per check and exits non-zero on the first wrong conclusion.
+"""
+
+import asyncio
+import importlib.util
+import sys
+
+import sandbox_fusion
+from sandbox_fusion import (RunCodeRequest, RunStatus, run_code, run_code_async,
+                            run_concurrent)
+from sandbox_fusion.models import CommandRunStatus
+
+ENDPOINT, VERL_UTILS = sys.argv[1], sys.argv[2]
+sandbox_fusion.set_endpoint(ENDPOINT)
+
+PY = {
+    "correct": "n = int(input())\nprint(n * n)\n",
+    "wrong": "n = int(input())\nprint(n * n + 1)\n",
+    "crash": "raise RuntimeError(\"boom\")\n",
+    "loop": "while True:\n    pass\n",
+    "compile_error": "def f(:\n    pass\n",
+    "memory_hog": "x = bytearray(1 << 30)\nfor i in range(0, len(x), 4096):\n    x[i] = 1\nprint(len(x))\n",
+}
+CPP = {
+    "correct": "#include <iostream>\nint main(){long n; std::cin>>n; std::cout<<n*n<<std::endl;}\n",
+    "wrong": "#include <iostream>\nint main(){long n; std::cin>>n; std::cout<<n*n+1<<std::endl;}\n",
+    "crash": "#include <cstdlib>\nint main(){ std::abort(); }\n",
+    "loop": "int main(){ volatile long i = 0; for(;;) i++; }\n",
+    "compile_error": "int main() { return 0 }\n",
+    "memory_hog": "#include <vector>\n#include <cstdio>\nint main(){ std::vector<char> v(1ul<<30, 1); std::printf(\"%d\\n\", (int)v[12345]); }\n",
+}
+PROGRAMS = {"python": PY, "cpp": CPP}
+
+
+def check(what, ok, detail):
+    print(("ok   " if ok else "FAIL ") + what + ("" if ok else f": {detail}"), flush=True)
+    if not ok:
+        sys.exit(1)
+
+
+def sdk_expectation(language, kind, response):
+    """What the SDK's response must say for each kind of program."""
+    run = response.run_result
+    if kind == "correct":
+        return response.status == RunStatus.Success and run.stdout.strip() == "9"
+    if kind == "wrong":
+        return response.status == RunStatus.Success and run.stdout.strip() == "10"
+    if kind == "crash":
+        return (response.status == RunStatus.Failed and run.status == CommandRunStatus.Finished
+                and run.return_code != 0)
+    if kind == "loop":
+        return (response.status == RunStatus.Failed
+                and run.status == CommandRunStatus.TimeLimitExceeded
+                and run.execution_time is not None and run.execution_time < 10)
+    if kind == "compile_error":
+        if language == "cpp":
+            return (response.status == RunStatus.Failed and run is None
+                    and response.compile_result.return_code != 0
+                    and "error" in response.compile_result.stderr)
+        return (response.status == RunStatus.Failed and run.return_code == 1
+                and "SyntaxError" in run.stderr)
+    if kind == "memory_hog":
+        return response.status == RunStatus.Failed and run.return_code == 137
+    raise ValueError(kind)
+
+
+def requests_for(language):
+    return [(kind, RunCodeRequest(code=code, language=language, stdin="3\n", run_timeout=5))
+            for kind, code in PROGRAMS[language].items()]
+
+
+# The SDK, one request at a time.
+for language in PROGRAMS:
+    for kind, request in requests_for(language):
+        response = run_code(request, max_attempts=1)
+        check(f"sdk run_code {language} {kind}", sdk_expectation(language, kind, response),
+              response)
+
+
+# The SDK's asyncio client, all at once.
+async def all_async():
+    pending = [(language, kind, run_code_async(request, max_attempts=1))
+               for language in PROGRAMS for kind, request in requests_for(language)]
+    results = await asyncio.gather(*(p[2] for p in pending))
+    for (language, kind, _), response in zip(pending, results):
+        check(f"sdk run_code_async {language} {kind}", sdk_expectation(language, kind, response),
+              response)
+
+
+asyncio.run(all_async())
+
+# The SDK's thread pool helper.
+pairs = [(language, kind, request) for language in PROGRAMS
+         for kind, request in requests_for(language)]
+responses = run_concurrent(run_code, args=[[p[2]] for p in pairs], concurrency=8)
+for (language, kind, _), response in zip(pairs, responses):
+    check(f"sdk run_concurrent {language} {kind}", sdk_expectation(language, kind, response),
+          response)
+
+# verl's reward function, imported from the wheel's module file alone.
+spec = importlib.util.spec_from_file_location("verl_sandbox_fusion_utils", VERL_UTILS)
+verl = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(verl)
+VERL_EXPECTED = {
+    "correct": True,
+    "wrong": False,
+    "crash": -2,
+    "loop": -3,
+    "memory_hog": -2,
+}
+for language in PROGRAMS:
+    for kind, code in PROGRAMS[language].items():
+        # Several test cases of one program, sent as separate requests.
+        in_outs = {"inputs": ["3\n", "3\n", "3\n"], "outputs": ["9\n", "9\n", "9\n"]}
+        results, metadata = verl.check_correctness(
+            f"{ENDPOINT}/run_code", in_outs, code, timeout=5, language=language)
+        if kind == "compile_error":
+            expected = -4 if language == "cpp" else -2
+        else:
+            expected = VERL_EXPECTED[kind]
+        check(f"verl check_correctness {language} {kind}",
+              results == [expected] * 3, (results, metadata))
+
+print("all clients agree", flush=True)
