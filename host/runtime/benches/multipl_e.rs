@@ -206,10 +206,10 @@ fn join(language: &str, prompt: &str, solution: &str, tests: &str) -> String {
     if tests.trim_start().starts_with('}') {
         let brace = tests.find('}').expect("a brace");
         tests.replace_range(..=brace, "");
-        if matches!(language, "cs" | "java" | "scala") {
-            if let Some(last) = solution.rfind('}') {
-                solution.truncate(last);
-            }
+        if matches!(language, "cs" | "java" | "scala")
+            && let Some(last) = solution.rfind('}')
+        {
+            solution.truncate(last);
         }
     }
     if language == "go" {
