@@ -21,12 +21,13 @@ const LAYERS: &[(&str, u8)] = &[
     ("progscore-report", 3),
     // The library under every face.
     ("progscore-runtime", 4),
-    // The faces: none imports another.
-    ("progscore", 5),
+    // The faces' libraries: none imports another.
     ("progscore-python", 5),
     ("progscore-server", 5),
+    // The binary: the CLI, and the launcher of `progscore serve`.
+    ("progscore", 6),
     // Tests of everything.
-    ("progscore-e2e", 6),
+    ("progscore-e2e", 7),
 ];
 
 /// What a sandbox backend may depend on (ARCHITECTURE.md: "a backend
@@ -112,7 +113,7 @@ fn crate_dependencies_point_one_way_and_backends_use_only_the_contract() {
     }
     assert_eq!(wrong, Vec::<String>::new(), "arrows back up or across");
     // The faces share the runtime rather than each other.
-    for face in ["progscore", "progscore-python"] {
+    for face in ["progscore", "progscore-python", "progscore-server"] {
         assert!(
             crates[face].iter().any(|d| d == "progscore-runtime"),
             "{face} does not use progscore-runtime: {:?}",
