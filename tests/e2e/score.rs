@@ -214,8 +214,15 @@ fn bad_lines_are_named_and_good_lines_still_scored() {
 #[test]
 fn a_language_name_scores_under_its_profile_and_shares_its_evidence() {
     let dir = Dir::new();
-    dir.edit_config(|text| format!("{text}\n[languages]\npy = \"python\"\n"));
-    let by_language = square_item("by-language", "9").replace("\"python\"", "\"py\"");
+    // Into the generated `[languages]` table when setup wrote one.
+    dir.edit_config(|text| {
+        let entry = "test-py = \"python\"\n";
+        match text.split_once("\n[languages]\n") {
+            Some((before, after)) => format!("{before}\n[languages]\n{entry}{after}"),
+            None => format!("{text}\n[languages]\n{entry}"),
+        }
+    });
+    let by_language = square_item("by-language", "9").replace("\"python\"", "\"test-py\"");
     let unknown = square_item("unknown", "9").replace("\"python\"", "\"snake\"");
     dir.write(
         "batch.jsonl",
@@ -250,7 +257,7 @@ fn a_language_name_scores_under_its_profile_and_shares_its_evidence() {
         .map(|(_, names)| names.split(", ").collect())
         .unwrap_or_default();
     assert!(
-        names.contains(&"py") && names.contains(&"python"),
+        names.contains(&"test-py") && names.contains(&"python"),
         "{refusal}"
     );
 }
