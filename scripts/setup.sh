@@ -95,8 +95,10 @@ start_dockerd() {
         return
     fi
     log "starting dockerd (log: $DOCKERD_LOG)"
-    # setsid: the engine must outlive this script and the shell that ran it.
-    setsid nohup /usr/sbin/dockerd >"$DOCKERD_LOG" 2>&1 < /dev/null &
+    # setsid -f: the engine must outlive this script and the shell that ran
+    # it, and must not be one of this shell's jobs (a later `wait` would wait
+    # for it forever: a fresh machine's setup hung there).
+    setsid -f nohup /usr/sbin/dockerd >"$DOCKERD_LOG" 2>&1 < /dev/null
     for _ in $(seq 1 60); do
         if docker_up; then
             return
@@ -124,7 +126,7 @@ http:
   addr: ${REGISTRY_ADDR}
 EOF
     log "starting local registry on ${REGISTRY_ADDR} (log: $REGISTRY_LOG)"
-    setsid nohup /usr/bin/docker-registry serve "$CACHE_DIR/registry.yml" >"$REGISTRY_LOG" 2>&1 < /dev/null &
+    setsid -f nohup /usr/bin/docker-registry serve "$CACHE_DIR/registry.yml" >"$REGISTRY_LOG" 2>&1 < /dev/null
     for _ in $(seq 1 40); do
         if registry_up; then
             return
@@ -323,11 +325,19 @@ ensure_images() {
         name="$(language_image "$lang")"
         case " ${images[*]:-} " in *" $name "*) ;; *) images+=("$name") ;; esac
     done
-    local running name_key
+    # Only the builds started here are waited for (by pid: anything else
+    # this shell started must not hold it up).
+    local name_key builds=() pid live
     for name in "${images[@]}"; do
         # At most $IMAGE_JOBS at a time: more only make the mirror refuse downloads.
-        while running="$(jobs -rp | wc -l)" && [ "$running" -ge "$IMAGE_JOBS" ]; do
-            wait -n || true
+        while true; do
+            live=()
+            for pid in "${builds[@]}"; do
+                kill -0 "$pid" 2>/dev/null && live+=("$pid")
+            done
+            builds=("${live[@]}")
+            [ "${#builds[@]}" -lt "$IMAGE_JOBS" ] && break
+            wait -n "${builds[@]}" || true
         done
         name_key="$(image_key "$name")"
         [ -s "$CACHE_DIR/${name}-${IMAGE_TAG}-${name_key}.tar" ] && continue
@@ -335,10 +345,13 @@ ensure_images() {
             ( started=$SECONDS
               build_rootfs_tarball "$name" "$(image_packages "$name")" >/dev/null &&
                   log "root filesystem of $name ready in $((SECONDS - started))s" ) &
+            builds+=("$!")
         fi
     done
     # Whether each one worked shows in its tarball (wait -n above took some statuses).
-    wait
+    for pid in "${builds[@]}"; do
+        wait "$pid" || true
+    done
     for name in "${images[@]}"; do
         case "$name" in
             python*) ensure_sandbox_image "$name" 'CMD ["python3"]' || exit 1 ;;
