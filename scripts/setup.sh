@@ -895,9 +895,20 @@ PY
     cp "$requirements" "$stamp"
 }
 
+# The kernel's delay accounting: a program's block-I/O stalls (its binary
+# paged in from a busy disk) are then measured and given back like CPU waits
+# (see plugins/sandbox/src/timing.rs); without it a starved-looking timeout
+# beside other programs has to be confirmed alone.
+enable_delay_accounting() {
+    local knob=/proc/sys/kernel/task_delayacct
+    [ -w "$knob" ] || { log "no $knob: block-I/O stalls will not be measured"; return 0; }
+    [ "$(cat "$knob")" = 1 ] || { echo 1 > "$knob" && log "kernel.task_delayacct turned on"; }
+}
+
 main() {
     parse_args "$@"
     need_root
+    enable_delay_accounting
     mkdir -p "$CACHE_DIR"
     install_packages
     install_wasm_target

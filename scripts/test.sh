@@ -46,8 +46,10 @@ languages_log="$(mktemp)"
 languages_pid=$!
 # Formatting first: it takes a second and says at once what to fix.
 phase "format" cargo fmt --all --check
-# The end-to-end tests drive the built binary.
-phase --required "build" cargo build --locked -p progscore
+# The end-to-end tests drive the built binary. Built with the features the
+# tests resolve (the whole workspace, all features): `-p progscore` alone
+# resolves others and compiles much of the graph a second time.
+phase --required "build" cargo build --locked --workspace --all-features --bins
 language_images() {
     if ! wait "$languages_pid"; then
         cat "$languages_log" >&2

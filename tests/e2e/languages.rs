@@ -448,10 +448,12 @@ fn a_batch_stopped_during_a_compile_leaves_nothing_behind() {
         leftovers_after(pid, Duration::from_secs(5)),
         Vec::<String>::new()
     );
+    // The run's warnings say why something was left.
     assert!(
         dir.owner_leftovers().is_empty(),
-        "{:?}",
-        dir.owner_leftovers()
+        "{:?}\n{}",
+        dir.owner_leftovers(),
+        stderr(&output)
     );
 }
 
@@ -733,10 +735,12 @@ fn score_all_languages(dir: &Dir, items: &[Item]) {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // The run's warnings say why something was left.
     assert!(
         dir.owner_leftovers().is_empty(),
-        "{:?}",
-        dir.owner_leftovers()
+        "{:?}\n{}",
+        dir.owner_leftovers(),
+        stderr(&output)
     );
 }
 

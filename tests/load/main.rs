@@ -1,7 +1,8 @@
 //! Verdicts do not depend on load: a corpus of 100 small correct programs
 //! of varied CPU cost, and 10 programs that spin or sleep forever, scored
 //! through the binary with a one-second limit at `--jobs` 1, 4× and 16× the
-//! CPU count, and once more at 16× with a CPU hog beside the batch, under
+//! CPU count, and once more at 16× with a CPU hog and a disk hog (synced
+//! writes, the page cache dropped over and over) beside the batch, under
 //! runc, gVisor and WASI. Every correct program must be `true`, every spinner
 //! and sleeper `false` (`timed_out`), and no observation stored as an
 //! attempt's reusable evidence may rest on an unconfirmed timeout or a
@@ -158,6 +159,42 @@ impl Drop for CpuHog {
     }
 }
 
+/// A busy disk beside the batch: writes synced to disk, and the page cache
+/// dropped again and again, so that every program's interpreter and
+/// libraries are read from that disk (its stalls are the machine's time,
+/// never the program's).
+struct DiskHog(Child);
+
+impl DiskHog {
+    fn start(scratch: &std::path::Path) -> DiskHog {
+        use std::os::unix::process::CommandExt as _;
+        let file = scratch.join("disk-hog");
+        DiskHog(
+            Command::new("sh")
+                .args([
+                    "-c",
+                    "while :; do dd if=/dev/zero of=\"$1\" bs=1M count=32 conv=fsync status=none; \
+                     echo 1 > /proc/sys/vm/drop_caches; done",
+                    "disk-hog",
+                ])
+                .arg(&file)
+                // Its own process group: its `dd` ends with it.
+                .process_group(0)
+                .spawn()
+                .expect("start a disk hog"),
+        )
+    }
+}
+
+impl Drop for DiskHog {
+    fn drop(&mut self) {
+        let group = libc::pid_t::try_from(self.0.id()).expect("a pid");
+        // SAFETY: kill(2) with a process group id this test created.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+        let _ = self.0.wait();
+    }
+}
+
 fn cpus() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
@@ -177,7 +214,7 @@ fn verdicts_do_not_depend_on_load(profile: &str) {
         let dir = Dir::new();
         dir.edit_config(|config| config.replace("timeout = \"10s\"", "timeout = \"1s\""));
         dir.write("batch.jsonl", &text);
-        let _hog = hog.then(CpuHog::start);
+        let _hogs = hog.then(|| (CpuHog::start(), DiskHog::start(dir.path())));
         let jobs_arg = jobs.to_string();
         let started = Instant::now();
         let output = dir.run(&[
@@ -191,7 +228,7 @@ fn verdicts_do_not_depend_on_load(profile: &str) {
         let wall = started.elapsed();
         let pass = format!(
             "{profile}, --jobs {jobs}{}",
-            if hog { ", CPU hog" } else { "" }
+            if hog { ", CPU and disk hogs" } else { "" }
         );
         assert_eq!(output.status.code(), Some(0), "{pass}: {}", stderr(&output));
         let results =

@@ -38,6 +38,17 @@
 //! unconfirmed (see `progscore_sandbox::timing`), never proven. (The one
 //! allowance, [`START_TRANSIENT`], is for the runtime's own threads that end
 //! as the program starts.)
+//!
+//! **Block-I/O stalls** count as waits too: a task that waits for the disk
+//! (its binary and libraries paged in from a busy disk) neither runs nor
+//! waits on a run queue, and looked like a program that chose to sleep
+//! (measured: a correct Python program beside a 32-job batch was stopped at
+//! its 1 s limit after 9 ms of CPU and no run-queue wait, its timeout
+//! "proven"). The kernel counts them per task with delay accounting
+//! (`/proc/TID/stat` field 42, `delayacct_blkio_ticks`) only while
+//! `kernel.task_delayacct` is on; a sample says whether it was
+//! ([`WaitSample::io_measured`]), and a window without it cannot prove a
+//! starved-looking timeout beside other programs.
 
 use std::collections::HashMap;
 use std::fs;
@@ -82,14 +93,24 @@ pub struct WaitSample {
     usage_after: Option<u64>,
     /// Nanoseconds the container's CPU quota held it back.
     throttled: u64,
+    /// Whether the kernel's delay accounting was on, so that the tasks'
+    /// block-I/O stalls are in `TaskTimes::blocked`.
+    io_measured: bool,
 }
 
-/// One task's `/proc/TID/schedstat` figures.
+/// One task's `/proc/TID/schedstat` figures, and its block-I/O stalls.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct TaskTimes {
     ran: u64,
     waited: u64,
+    /// Nanoseconds stalled on block I/O (whole clock ticks; 0 when delay
+    /// accounting is off).
+    blocked: u64,
 }
+
+/// One clock tick (`USER_HZ` = 100 on Linux), the unit of
+/// `delayacct_blkio_ticks`; a delta may be short by up to one.
+const TICK_NS: u64 = 10_000_000;
 
 /// CPU time (ns) the cgroup may count beyond its live tasks' without any
 /// task having exited: cgroup v2 reports whole microseconds, and a reading
@@ -123,17 +144,25 @@ pub enum EndedTasks {
 }
 
 impl WaitSample {
+    /// Whether block-I/O stalls are counted in this sample's waits.
+    pub fn io_measured(&self) -> bool {
+        self.io_measured
+    }
+
     /// The time the program waited for a CPU since `earlier`, summed over
     /// its live tasks (more than it lost when several waited at once: an
     /// error on the side of more time), less the time its own CPU quota
-    /// held it back; `None` (not measured) when some task ran in the window
-    /// that is not alive now and `ended` says its waits are unknown.
+    /// held it back, plus the time they stalled on block I/O when both
+    /// samples measured it (each task's rounded up by a tick); `None` (not
+    /// measured) when some task ran in the window that is not alive now
+    /// and `ended` says its waits are unknown.
     pub fn excess_since(&self, earlier: &WaitSample, ended: EndedTasks) -> Option<Duration> {
         let throttled = self.throttled.saturating_sub(earlier.throttled);
         let (Some(after), Some(before)) = (self.usage_after, earlier.usage_before) else {
             return None;
         };
-        let (mut ran, mut waited) = (0u64, 0u64);
+        let io_measured = self.io_measured && earlier.io_measured;
+        let (mut ran, mut waited, mut blocked) = (0u64, 0u64, 0u64);
         let mut ended_since_start = earlier
             .tasks
             .keys()
@@ -148,6 +177,9 @@ impl WaitSample {
             }
             ran += now.ran - then.ran;
             waited += now.waited.saturating_sub(then.waited);
+            if io_measured && now.blocked > then.blocked {
+                blocked += now.blocked - then.blocked + TICK_NS;
+            }
         }
         let unaccounted = after.saturating_sub(before).saturating_sub(ran);
         let allowed = if ended == EndedTasks::Counted {
@@ -160,8 +192,24 @@ impl WaitSample {
         if unaccounted > allowed {
             return None;
         }
-        Some(Duration::from_nanos(waited.saturating_sub(throttled)))
+        Some(Duration::from_nanos(
+            waited.saturating_sub(throttled).saturating_add(blocked),
+        ))
     }
+}
+
+/// Whether the kernel counts tasks' block-I/O stalls (`kernel.task_delayacct`).
+pub fn delay_accounting_on() -> bool {
+    fs::read_to_string("/proc/sys/kernel/task_delayacct").is_ok_and(|text| text.trim() == "1")
+}
+
+/// A task's block-I/O stalls in nanoseconds, from `/proc/TID/stat`.
+fn blkio_stalls(tid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+    // The name (field 2) may hold spaces and parentheses: count from its end.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let ticks: u64 = after_name.split_whitespace().nth(42 - 3)?.parse().ok()?;
+    Some(ticks.saturating_mul(TICK_NS))
 }
 
 impl Cgroups {
@@ -582,6 +630,7 @@ impl InvocationCgroup {
             Layout::V2 { .. } => "cgroup.threads",
         };
         let threads = self.leaf(self.cpu_hierarchy(), id).join(threads_file);
+        let io_measured = delay_accounting_on();
         let mut sample = None;
         for _ in 0..8 {
             let usage_before = self.leaf_usage(id);
@@ -595,7 +644,15 @@ impl InvocationCgroup {
                     let mut fields = schedstat.split_whitespace();
                     let ran = fields.next()?.parse().ok()?;
                     let waited = fields.next()?.parse().ok()?;
-                    Some((tid, TaskTimes { ran, waited }))
+                    let blocked = if io_measured { blkio_stalls(tid)? } else { 0 };
+                    Some((
+                        tid,
+                        TaskTimes {
+                            ran,
+                            waited,
+                            blocked,
+                        },
+                    ))
                 })
                 .collect();
             let usage_after = self.leaf_usage(id);
@@ -605,6 +662,7 @@ impl InvocationCgroup {
                 usage_before,
                 usage_after,
                 throttled,
+                io_measured,
             });
             if consistent {
                 break;
@@ -831,7 +889,49 @@ mod tests {
     }
 
     fn task(ran: u64, waited: u64) -> TaskTimes {
-        TaskTimes { ran, waited }
+        TaskTimes {
+            ran,
+            waited,
+            blocked: 0,
+        }
+    }
+
+    #[test]
+    fn block_io_stalls_count_as_waits_only_when_both_samples_measured_them() {
+        let stalled = |blocked: u64, io_measured: bool, usage: u64| WaitSample {
+            tasks: HashMap::from([(
+                1,
+                TaskTimes {
+                    ran: usage,
+                    waited: 0,
+                    blocked,
+                },
+            )]),
+            usage_before: Some(usage),
+            usage_after: Some(usage),
+            throttled: 0,
+            io_measured,
+        };
+        // A Python start paged in from a busy disk: 2 s stalled, 9 ms run.
+        let earlier = stalled(0, true, 1_000_000);
+        let later = stalled(2_000_000_000, true, 10_000_000);
+        assert_eq!(
+            later.excess_since(&earlier, EndedTasks::Unknown),
+            Some(Duration::from_nanos(2_000_000_000 + TICK_NS))
+        );
+        // Accounting switched on or off in the window: only run-queue waits.
+        let unmeasured = stalled(0, false, 1_000_000);
+        assert_eq!(
+            later.excess_since(&unmeasured, EndedTasks::Unknown),
+            Some(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn this_process_block_io_stalls_are_read_from_its_stat_line() {
+        let tid = std::process::id();
+        let stalls = blkio_stalls(tid).expect("field 42 of /proc/self/stat");
+        assert_eq!(stalls % TICK_NS, 0);
     }
 
     #[test]
@@ -852,6 +952,7 @@ mod tests {
             usage_before: Some(11_000),
             usage_after: Some(11_000),
             throttled: 200,
+            io_measured: false,
         };
         assert_eq!(
             later.excess_since(&earlier, EndedTasks::Unknown),

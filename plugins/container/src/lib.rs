@@ -22,7 +22,10 @@ pub mod window;
 pub mod workspace;
 
 pub use cases::Cases;
-pub use cgroup::{Cgroups, EndedTasks, InvocationCgroup, OomWatch, WaitSample, cpu_limit_reached};
+pub use cgroup::{
+    Cgroups, EndedTasks, InvocationCgroup, OomWatch, WaitSample, cpu_limit_reached,
+    delay_accounting_on,
+};
 pub use facade::{Backend, Guarded};
 pub use guard::{shut_down, spawn_guarded};
 pub use output::output_was_active;

@@ -87,8 +87,15 @@ impl Measured<'_> {
             .map(|(now, then)| now.saturating_sub(then))
     }
 
-    /// Time waited for a CPU since the start beyond the program's own quota,
-    /// if measured.
+    /// Whether block-I/O stalls are in [`Self::cpu_wait`].
+    fn io_measured(&self) -> bool {
+        self.waits_at_start
+            .as_ref()
+            .is_some_and(WaitSample::io_measured)
+    }
+
+    /// Time waited for a CPU (and stalled on block I/O, where measured)
+    /// since the start beyond the program's own quota, if measured.
     fn cpu_wait(&self) -> Option<Duration> {
         self.cgroup
             .and_then(|cgroup| cgroup.sample_waits(self.leaf))
@@ -258,6 +265,7 @@ impl Window<'_> {
                     elapsed: window,
                     cpu: measured.cpu(),
                     cpu_wait: measured.cpu_wait(),
+                    io_measured: measured.io_measured(),
                     output_active: output_was_active(last_output, window),
                     oversubscribed: load_at_start.max(self.load.now()) > self.cpus,
                 };

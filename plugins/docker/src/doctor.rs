@@ -139,12 +139,22 @@ pub(crate) fn timing_note(
     cgroups: Option<&progscore_container::Cgroups>,
 ) -> String {
     match cgroups {
-        Some(_) => "CPU time, CPU waits and peak memory measured: a wall-clock timeout under \
-            load is given back the time the program waited for a CPU, and proven or confirmed \
-            alone; a program whose processes or threads exited during its window has their waits \
-            unknown, so its wall-clock timeout is proven only by the CPU it used, else \
-            undetermined (`unconfirmed_timeout`), never `false`"
-            .into(),
+        Some(_) => {
+            let disk = if progscore_container::delay_accounting_on() {
+                "block-I/O stalls measured too (kernel.task_delayacct on) and given back likewise"
+            } else {
+                "block-I/O stalls NOT measured (kernel.task_delayacct off: `sysctl -w \
+                 kernel.task_delayacct=1` turns it on): a timeout of a program that used little \
+                 CPU beside others is confirmed alone"
+            };
+            format!(
+                "CPU time, CPU waits and peak memory measured: a wall-clock timeout under load is \
+                 given back the time the program waited for a CPU, and proven or confirmed alone; \
+                 {disk}; a program whose processes or threads exited during its window has their \
+                 waits unknown, so its wall-clock timeout is proven only by the CPU it used, else \
+                 undetermined (`unconfirmed_timeout`), never `false`"
+            )
+        }
         None => {
             let why = match endpoint {
                 Endpoint::Unix(_) => match facts.cgroup_driver.as_deref() {

@@ -22,6 +22,11 @@
 //!    again with no other program of its own beside it, under the same rule;
 //!    if even then it is not proven, it stays unconfirmed and decides
 //!    nothing.
+//!    Time stalled on block I/O (a binary paged in from a busy disk) is
+//!    the machine's too: counted with the waits where the kernel measures
+//!    it ([`CpuWindow::io_measured`]); where it does not, a program that
+//!    looks as if it chose to sleep beside other programs may have waited
+//!    for the disk, and its timeout is confirmed alone (step 3).
 //! 4. **Not measured.** Without a measurement of the program's CPU waits
 //!    (an engine whose cgroups this process cannot see: another host, the
 //!    systemd cgroup driver, a cgroup namespace), only the CPU it used can
@@ -62,6 +67,9 @@ pub struct CpuWindow {
     /// Time its threads waited for a CPU while ready to run, beyond its own
     /// CPU quota, if measured.
     pub cpu_wait: Option<Duration>,
+    /// Whether `cpu_wait` includes the time its tasks stalled on block
+    /// I/O (Linux delay accounting on).
+    pub io_measured: bool,
     /// Whether it was writing output near the end of the window.
     pub output_active: bool,
     /// Whether more programs than CPUs were running beside it (the backend's
@@ -135,12 +143,18 @@ impl CpuWindow {
         };
         let had_its_time = self.elapsed.saturating_sub(wait).as_secs_f64()
             >= FAIR_SHARE * self.limit.as_secs_f64();
-        if had_its_time && (alone || !self.output_active) {
+        if had_its_time && (alone || (!self.output_active && self.io_measured)) {
             return TimeoutProof::Proven;
         }
-        let why = if had_its_time {
+        let why = if had_its_time && self.output_active {
             format!(
                 "it was still writing output, which a busy reader can hold up ({})",
+                self.describe(promised)
+            )
+        } else if had_its_time {
+            format!(
+                "{}, and its block-I/O stalls were not measured (kernel.task_delayacct is \
+                 off): it may have waited for the disk rather than slept",
                 self.describe(promised)
             )
         } else {
@@ -166,7 +180,12 @@ impl CpuWindow {
             ));
         }
         if let Some(wait) = self.cpu_wait {
-            parts.push(format!("waited {} ms for a CPU", wait.as_millis()));
+            let what = if self.io_measured {
+                "a CPU or the disk"
+            } else {
+                "a CPU"
+            };
+            parts.push(format!("waited {} ms for {what}", wait.as_millis()));
         }
         if parts.is_empty() {
             "nothing was measured".into()
@@ -190,6 +209,7 @@ mod tests {
             elapsed: ms(elapsed),
             cpu: cpu.map(ms),
             cpu_wait: wait.map(ms),
+            io_measured: true,
             output_active: false,
             oversubscribed: true,
         }
@@ -247,6 +267,29 @@ mod tests {
             panic!("still starved alone: not proven");
         };
         assert!(why.contains("even running alone"), "{why}");
+    }
+
+    #[test]
+    fn a_sleeper_whose_disk_stalls_were_not_measured_is_confirmed_alone() {
+        // 9 ms of CPU, no run-queue wait, 2 s: slept, or paged in from a
+        // busy disk? Without delay accounting nothing tells.
+        let mut unmeasured = window(2000, Some(9), Some(0));
+        unmeasured.io_measured = false;
+        let TimeoutProof::Confirm(why) = unmeasured.judge(1.0, false) else {
+            panic!("an unmeasured disk stall beside other programs must be confirmed");
+        };
+        assert!(why.contains("block-I/O stalls were not measured"), "{why}");
+        assert_eq!(unmeasured.judge(1.0, true), TimeoutProof::Proven);
+        // Measured: the stall is given back like a CPU wait.
+        let stalled = window(2000, Some(9), Some(1990));
+        assert!(matches!(
+            stalled.judge(1.0, false),
+            TimeoutProof::Confirm(_)
+        ));
+        // A spinner needs no such measure: its CPU proves it.
+        let mut spinner = window(1000, Some(950), Some(0));
+        spinner.io_measured = false;
+        assert_eq!(spinner.judge(1.0, false), TimeoutProof::Proven);
     }
 
     #[test]

@@ -236,6 +236,10 @@ impl GuestRuntime {
                 elapsed: window,
                 cpu,
                 cpu_wait,
+                // A guest's file reads run on the host's blocking threads,
+                // whose disk stalls are not counted here: a sleeper-looking
+                // timeout beside other guests is confirmed alone.
+                io_measured: false,
                 // Output goes to memory here: it never holds a guest up.
                 output_active: false,
                 // At most one guest per core runs; other load shows as waiting.
