@@ -31,8 +31,7 @@ impl Dir {
     /// store moved into this folder).
     pub fn new() -> Dir {
         let dir = tempfile::tempdir().expect("temp dir");
-        let config = std::fs::read_to_string(generated_config())
-            .expect("the generated progscore.toml: run scripts/setup.sh");
+        let config = progscore_test_kit::generated_config_text();
         let config = config.replace("path = \"progscore.db\"", "path = \"evidence.db\"");
         std::fs::write(dir.path().join("progscore.toml"), config).expect("write config");
         std::fs::create_dir(dir.path().join("tmp")).expect("private tmp");
@@ -101,9 +100,9 @@ impl Dir {
     }
 }
 
-/// The config scripts/setup.sh generated at the repository root.
+/// The config scripts/setup.sh generated.
 pub fn generated_config() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../progscore.toml")
+    progscore_test_kit::generated_config_path()
 }
 
 /// The `progscore` binary cargo built for this workspace.

@@ -12,6 +12,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("progscore-sandbox", 0),
     ("progscore-oci-image", 0),
     ("progscore-comparator-host", 0),
+    // Tests' and benchmarks' shared lookups (a dev-dependency).
+    ("progscore-test-kit", 0),
     ("progscore-container", 1),
     ("progscore-evidence", 1),
     ("progscore-wasi", 1),

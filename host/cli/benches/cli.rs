@@ -28,9 +28,8 @@ const PROGRAMS: usize = 120;
 const BIG_BATCH: usize = 10_000;
 
 fn main() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let generated =
-        std::fs::read_to_string(repo.join("progscore.toml")).expect("run scripts/setup.sh");
+    let repo = progscore_test_kit::workspace_root();
+    let generated = progscore_test_kit::generated_config_text();
     let dir = tempfile::tempdir().expect("temp dir");
     let config_path = dir.path().join("progscore.toml");
     std::fs::write(

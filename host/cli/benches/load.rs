@@ -35,9 +35,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(120);
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let generated =
-        std::fs::read_to_string(repo.join("progscore.toml")).expect("run scripts/setup.sh");
+    let generated = progscore_test_kit::generated_config_text();
     let dir = tempfile::tempdir().expect("temp dir");
     let config_path = dir.path().join("progscore.toml");
     std::fs::write(

@@ -5,7 +5,6 @@
 //! `cargo bench -p progscore-runtime --bench backends` (after scripts/setup.sh).
 //! PROGSCORE_BENCH_PROGRAMS sets how many programs (default 120).
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
@@ -18,7 +17,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(120);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../progscore.toml");
+    let path = progscore_test_kit::generated_config_path();
     let config = Config::load(&path).expect("progscore.toml: run scripts/setup.sh");
     let names = [
         "python",

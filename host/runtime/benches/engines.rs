@@ -61,9 +61,7 @@ fn main() {
         jobs >= 2,
         "PROGSCORE_BENCH_JOBS must be at least 2 (one place per engine)"
     );
-    let config_path = std::env::var_os("PROGSCORE_CONFIG")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../progscore.toml"));
+    let config_path = progscore_test_kit::generated_config_path();
     let config = Config::load(&config_path).expect("progscore.toml: run scripts/setup.sh");
     let profile = config
         .profile(PROFILE)

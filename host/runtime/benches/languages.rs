@@ -37,9 +37,9 @@ fn main() {
     };
     let count = env("PROGSCORE_BENCH_PROGRAMS", 8);
     let jobs = env("PROGSCORE_BENCH_JOBS", 4);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let config =
-        Config::load(&root.join("progscore.toml")).expect("progscore.toml: run scripts/setup.sh");
+    let root = progscore_test_kit::workspace_root();
+    let config = Config::load(&progscore_test_kit::generated_config_path())
+        .expect("progscore.toml: run scripts/setup.sh");
     let present: Vec<_> = LANGUAGES
         .into_iter()
         .filter(|(language, _)| config.profile(language).is_some())

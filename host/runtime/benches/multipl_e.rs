@@ -57,7 +57,7 @@ enum Ending {
 
 fn main() {
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = progscore_test_kit::workspace_root();
     let dataset = env("PROGSCORE_MULTIPL_E")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("../shared/datasets/multipl-e"));
@@ -66,8 +66,8 @@ fn main() {
         env("PROGSCORE_BENCH_ITEMS").map_or(usize::MAX, |v| v.parse().expect("items"));
     let only: Option<Vec<String>> =
         env("PROGSCORE_BENCH_LANGUAGES").map(|v| v.split(',').map(str::to_string).collect());
-    let config =
-        Config::load(&root.join("progscore.toml")).expect("progscore.toml: run scripts/setup.sh");
+    let config = Config::load(&progscore_test_kit::generated_config_path())
+        .expect("progscore.toml: run scripts/setup.sh");
     let present: Vec<_> = LANGUAGES
         .into_iter()
         .filter(|(language, _)| {

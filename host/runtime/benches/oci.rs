@@ -32,7 +32,7 @@ fn main() {
     let count = env_or("PROGSCORE_BENCH_PROGRAMS", 120);
     let jobs = env_or("PROGSCORE_BENCH_JOBS", 4);
     let pairs = env_or("PROGSCORE_BENCH_PAIRS", 3);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../progscore.toml");
+    let path = progscore_test_kit::generated_config_path();
     let config = Config::load(&path).expect("progscore.toml: run scripts/setup.sh");
     let names = ["python", "python-gvisor", "python-oci", "python-oci-gvisor"];
     let profiles: Vec<RuntimeProfile> = names

@@ -57,7 +57,7 @@ fn comparators() -> (Arc<dyn OutputComparator>, &'static str) {
 
 /// The config scripts/setup.sh generated.
 fn config() -> Config {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../progscore.toml");
+    let path = progscore_test_kit::generated_config_path();
     Config::load(&path).expect("progscore.toml (run scripts/setup.sh)")
 }
 

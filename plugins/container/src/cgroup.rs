@@ -60,6 +60,11 @@ use std::time::Duration;
 /// The folder under every hierarchy's root that holds progscore's cgroups.
 const ROOT: &str = "progscore";
 
+/// How often, and how far apart, a cgroup the kernel calls busy is removed
+/// again (2 s in all: its killed tasks are exiting).
+const BUSY_TRIES: u32 = 100;
+const BUSY_PAUSE: Duration = Duration::from_millis(20);
+
 /// Where the cgroup hierarchies are mounted, as seen from this process.
 #[derive(Debug, Clone)]
 pub struct Cgroups {
@@ -707,16 +712,47 @@ impl InvocationCgroup {
     /// Removes the container's cgroup (if the runtime left it) and the
     /// parent, in every hierarchy. A folder already gone is fine.
     pub fn remove(&self) -> Result<(), String> {
+        self.try_remove().map_err(|(_, message)| message)
+    }
+
+    /// [`Self::remove`], tried again for a while as long as the kernel
+    /// says a folder is busy: the tasks of a program just killed leave
+    /// their cgroup only once they have exited, which on a busy machine
+    /// takes a moment after they left its task list (measured: removal
+    /// failing with EBUSY under a 32-job batch left an owner's record for
+    /// the next sweep).
+    pub async fn remove_settled(&self) -> Result<(), String> {
+        let mut tries = 0;
+        loop {
+            match self.try_remove() {
+                Ok(()) => return Ok(()),
+                Err((true, _)) if tries < BUSY_TRIES => {
+                    tries += 1;
+                    tokio::time::sleep(BUSY_PAUSE).await;
+                }
+                Err((_, message)) => return Err(message),
+            }
+        }
+    }
+
+    /// Removes every hierarchy's folder; on failure, whether every error
+    /// was the kernel's EBUSY, and what failed.
+    fn try_remove(&self) -> Result<(), (bool, String)> {
         let mut problems = Vec::new();
+        let mut all_busy = true;
         for hierarchy in &self.cgroups.hierarchies {
             if let Err(e) = remove_tree(&self.dir(hierarchy)) {
+                all_busy &= e.raw_os_error() == Some(libc::EBUSY);
                 problems.push(format!("{}: {e}", self.dir(hierarchy).display()));
             }
         }
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(format!("cannot remove cgroup {}", problems.join("; ")))
+            Err((
+                all_busy,
+                format!("cannot remove cgroup {}", problems.join("; ")),
+            ))
         }
     }
 

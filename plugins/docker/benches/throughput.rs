@@ -4,7 +4,6 @@
 //! `cargo bench -p progscore-docker --bench throughput` (after scripts/setup.sh).
 //! PROGSCORE_BENCH_PROGRAMS sets how many programs (default 120).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -14,21 +13,13 @@ use futures_util::StreamExt;
 use progscore_docker::{DockerClient, DockerOptions};
 use progscore_sandbox::{Invocation, Outcome, ProfileSpec, RuntimeProfile, SandboxClient};
 
-#[derive(serde::Deserialize)]
-struct GeneratedConfig {
-    profiles: BTreeMap<String, ProfileSpec>,
-}
-
 fn main() {
     let count: usize = std::env::var("PROGSCORE_BENCH_PROGRAMS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(120);
-    let config_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../progscore.toml");
-    let text = std::fs::read_to_string(&config_path).expect("progscore.toml: run scripts/setup.sh");
-    let config: GeneratedConfig = toml::from_str(&text).expect("config");
-    let profile = RuntimeProfile::from_spec("python", &config.profiles["python"], Path::new("."))
-        .expect("profile");
+    let spec: ProfileSpec = progscore_test_kit::generated_profile("python");
+    let profile = RuntimeProfile::from_spec("python", &spec, Path::new(".")).expect("profile");
     let programs: Vec<(String, String)> = (0..count)
         .map(|i| {
             (

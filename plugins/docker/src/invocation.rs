@@ -212,7 +212,7 @@ pub(crate) async fn run(
             Ok(()) => {
                 removed = true;
                 if let Some(cgroup) = &cgroup
-                    && let Err(e) = cgroup.remove()
+                    && let Err(e) = cgroup.remove_settled().await
                 {
                     warnings.push(e);
                 }

@@ -287,6 +287,9 @@ impl Inner {
             token,
         };
         let mut warnings = Vec::new();
+        // Whether something of this call could not be removed (the notes
+        // among the warnings, a run again alone, leave nothing behind).
+        let mut left_behind = false;
         let compile = match &build_dir {
             Some(build_dir) => {
                 let compile_context = InvocationContext {
@@ -294,7 +297,13 @@ impl Inner {
                     ..context
                 };
                 let (event, _) = self
-                    .run_invocation(&compile_context, 0, &Invocation::default(), &mut warnings)
+                    .run_invocation(
+                        &compile_context,
+                        0,
+                        &Invocation::default(),
+                        &mut warnings,
+                        &mut left_behind,
+                    )
                     .await;
                 Some(compile_event(event, build_dir, BuildDisk::Local))
             }
@@ -308,15 +317,16 @@ impl Inner {
                 continue;
             }
             let (event, stop) = self
-                .run_invocation(&context, index, invocation, &mut warnings)
+                .run_invocation(&context, index, invocation, &mut warnings, &mut left_behind)
                 .await;
             events.push(event);
             cases.ran(stop);
         }
         if let Err(warning) = workspace.remove() {
             warnings.push(warning);
+            left_behind = true;
         }
-        if !warnings.is_empty() {
+        if left_behind {
             // Something could not be removed: keep this owner's files so the
             // next client's sweep finds what is left.
             tracing::warn!("left for the next start's sweep: {}", warnings.join("; "));
@@ -338,6 +348,7 @@ impl Inner {
         index: usize,
         invocation: &Invocation,
         warnings: &mut Vec<String>,
+        left_behind: &mut bool,
     ) -> (InvocationEvent, Option<String>) {
         let token = context.token;
         let mut alone = false;
@@ -349,6 +360,8 @@ impl Inner {
                 );
             };
             let result = invocation::run(context, index, invocation, alone).await;
+            // An invocation's own warnings are what it could not remove.
+            *left_behind |= !result.warnings.is_empty();
             warnings.extend(result.warnings);
             match result.next {
                 Next::Continue => return (result.event, None),

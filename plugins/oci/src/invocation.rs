@@ -92,6 +92,7 @@ impl InvocationContext<'_> {
 /// The event, any sandbox warnings, and what the caller must do next.
 pub(crate) struct InvocationResult {
     pub event: InvocationEvent,
+    /// What of the invocation could not be removed (for the next sweep).
     pub warnings: Vec<String>,
     pub next: Next,
 }
@@ -267,7 +268,7 @@ pub(crate) async fn remove(
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    if let Err(e) = cgroup.remove() {
+    if let Err(e) = cgroup.remove_settled().await {
         problems.push(e);
     }
     match std::fs::remove_dir_all(bundle_dir) {

@@ -25,28 +25,9 @@ use progscore_sandbox::{
 const RUNC: &str = "python";
 const GVISOR: &str = "python-gvisor";
 
-#[derive(serde::Deserialize)]
-struct GeneratedConfig {
-    profiles: BTreeMap<String, ProfileSpec>,
-}
-
-fn config_path() -> PathBuf {
-    std::env::var_os("PROGSCORE_CONFIG")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../progscore.toml"))
-}
-
 /// The profile as setup.sh generated it, adjusted by `tweak`.
 fn profile_with(name: &str, tweak: impl FnOnce(&mut ProfileSpec)) -> RuntimeProfile {
-    let path = config_path();
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; run scripts/setup.sh first", path.display()));
-    let config: GeneratedConfig = toml::from_str(&text).expect("generated config parses");
-    let mut spec = config
-        .profiles
-        .get(name)
-        .unwrap_or_else(|| panic!("profile {name} missing from {}", path.display()))
-        .clone();
+    let mut spec: ProfileSpec = progscore_test_kit::generated_profile(name);
     tweak(&mut spec);
     RuntimeProfile::from_spec(name, &spec, Path::new(".")).expect("profile is valid")
 }

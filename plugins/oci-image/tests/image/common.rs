@@ -43,20 +43,7 @@ pub fn offline_options() -> CacheOptions {
 /// The `image` of `[profiles.python]` in the project's configuration
 /// (`PROGSCORE_CONFIG`, or progscore.toml at the workspace's root).
 pub fn python_reference() -> String {
-    let path = std::env::var_os("PROGSCORE_CONFIG")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../progscore.toml"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {} ({e}); run `bash scripts/setup.sh`, which writes it",
-            path.display()
-        )
-    });
-    let config: toml::Value = toml::from_str(&text).expect("progscore.toml parses");
-    config["profiles"]["python"]["image"]
-        .as_str()
-        .expect("[profiles.python] has an image")
-        .to_owned()
+    progscore_test_kit::generated_image("python")
 }
 
 fn registry_client() -> Client {

@@ -5,7 +5,6 @@
 //! (`tests/conformance`); the sweep after a killed progscore and SIGTERM are
 //! in the end-to-end signals tests, which drive the binary.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -16,21 +15,8 @@ use progscore_sandbox::{
     Invocation, Outcome, ProfileSpec, ProgramRun, RuntimeProfile, SandboxClient, SandboxError,
 };
 
-#[derive(serde::Deserialize)]
-struct GeneratedConfig {
-    profiles: BTreeMap<String, ProfileSpec>,
-}
-
-fn generated_config() -> PathBuf {
-    std::env::var_os("PROGSCORE_CONFIG")
-        .map(Into::into)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../progscore.toml"))
-}
-
 fn spec(name: &str) -> ProfileSpec {
-    let text = std::fs::read_to_string(generated_config()).expect("run scripts/setup.sh");
-    let config: GeneratedConfig = toml::from_str(&text).expect("config");
-    let mut spec = config.profiles[name].clone();
+    let mut spec: ProfileSpec = progscore_test_kit::generated_profile(name);
     spec.limits.timeout = "3s".into();
     spec
 }
