@@ -101,6 +101,10 @@ pub struct WaitSample {
     /// Whether the kernel's delay accounting was on, so that the tasks'
     /// block-I/O stalls are in `TaskTimes::blocked`.
     io_measured: bool,
+    /// When it was read: no task stalls longer than the time between two
+    /// samples (a task that joined the cgroup in between brings the stalls
+    /// of its whole life along).
+    taken: Option<std::time::Instant>,
 }
 
 /// One task's `/proc/TID/schedstat` figures, and its block-I/O stalls.
@@ -167,6 +171,12 @@ impl WaitSample {
             return None;
         };
         let io_measured = self.io_measured && earlier.io_measured;
+        let between = match (self.taken, earlier.taken) {
+            (Some(now), Some(then)) => {
+                u64::try_from(now.duration_since(then).as_nanos()).unwrap_or(u64::MAX)
+            }
+            _ => u64::MAX,
+        };
         let (mut ran, mut waited, mut blocked) = (0u64, 0u64, 0u64);
         let mut ended_since_start = earlier
             .tasks
@@ -183,7 +193,7 @@ impl WaitSample {
             ran += now.ran - then.ran;
             waited += now.waited.saturating_sub(then.waited);
             if io_measured && now.blocked > then.blocked {
-                blocked += now.blocked - then.blocked + TICK_NS;
+                blocked += (now.blocked - then.blocked + TICK_NS).min(between);
             }
         }
         let unaccounted = after.saturating_sub(before).saturating_sub(ran);
@@ -668,6 +678,7 @@ impl InvocationCgroup {
                 usage_after,
                 throttled,
                 io_measured,
+                taken: Some(std::time::Instant::now()),
             });
             if consistent {
                 break;
@@ -947,6 +958,7 @@ mod tests {
             usage_after: Some(usage),
             throttled: 0,
             io_measured,
+            taken: None,
         };
         // A Python start paged in from a busy disk: 2 s stalled, 9 ms run.
         let earlier = stalled(0, true, 1_000_000);
@@ -989,6 +1001,7 @@ mod tests {
             usage_after: Some(11_000),
             throttled: 200,
             io_measured: false,
+            taken: None,
         };
         assert_eq!(
             later.excess_since(&earlier, EndedTasks::Unknown),
