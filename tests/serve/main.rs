@@ -3,7 +3,9 @@
 //! the published SandboxFusion and verl clients from the venv that
 //! scripts/setup.sh fills).
 
+mod judge0;
 mod lifecycle;
+mod piston;
 mod sandbox_fusion;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -28,6 +30,43 @@ pub fn serving_dir(extra_serve: &str) -> Dir {
         )
     });
     dir
+}
+
+/// Where scripts/setup.sh installed the published clients (the
+/// SandboxFusion and Judge0 SDKs, verl's module).
+pub fn clients_dir() -> std::path::PathBuf {
+    std::env::var_os("PROGSCORE_SERVE_CLIENTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("/var/cache/progscore/serve-clients"))
+}
+
+/// Runs the client script `serve/clients/SCRIPT` with the clients' venv
+/// against `served` (its URL, then `args`); passes when the script ends
+/// with "all clients agree" and the server then stops cleanly on SIGTERM.
+pub fn run_clients(served: Served, script: &str, args: &[&std::path::Path]) {
+    let python = clients_dir().join("venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} not installed: run scripts/setup.sh",
+        python.display()
+    );
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("serve/clients")
+        .join(script);
+    let output = std::process::Command::new(&python)
+        .arg(&script)
+        .arg(served.url())
+        .args(args)
+        .output()
+        .expect("run the clients");
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let (code, log) = served.terminate();
+    assert!(
+        output.status.success() && printed.contains("all clients agree"),
+        "{printed}\n{}\nserver log:\n{log}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(code, Some(0), "{log}");
 }
 
 /// A running `progscore serve`, stopped (SIGTERM, then waited for) when dropped.

@@ -1,48 +1,20 @@
 //! SandboxFusion's `/run_code`: the published clients, unmodified, and the
 //! headers and refusals they do not look at.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use serde_json::json;
 
-use crate::{Served, serving_dir};
-
-/// Where scripts/setup.sh installed the SandboxFusion SDK and verl's module.
-fn clients_dir() -> PathBuf {
-    std::env::var_os("PROGSCORE_SERVE_CLIENTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/progscore/serve-clients"))
-}
+use crate::{Served, clients_dir, run_clients, serving_dir};
 
 #[test]
 fn the_sandbox_fusion_sdk_and_verl_conclude_what_each_program_did() {
-    let clients = clients_dir();
-    let python = clients.join("venv/bin/python");
-    let verl = clients.join("verl_sandbox_fusion_utils.py");
+    let verl = clients_dir().join("verl_sandbox_fusion_utils.py");
     assert!(
-        python.exists() && verl.exists(),
+        verl.exists(),
         "{} not installed: run scripts/setup.sh",
-        clients.display()
+        verl.display()
     );
     let dir = serving_dir("");
-    let served = Served::start(&dir);
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("serve/clients/sandbox_fusion_clients.py");
-    let output = Command::new(&python)
-        .arg(&script)
-        .arg(served.url())
-        .arg(&verl)
-        .output()
-        .expect("run the clients");
-    let printed = String::from_utf8_lossy(&output.stdout);
-    let (code, log) = served.terminate();
-    assert!(
-        output.status.success() && printed.contains("all clients agree"),
-        "{printed}\n{}\nserver log:\n{log}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(code, Some(0), "{log}");
+    run_clients(Served::start(&dir), "sandbox_fusion_clients.py", &[&verl]);
 }
 
 #[test]

@@ -86,6 +86,22 @@ pub const MIGRATIONS: &[&str] = &[
         expires_at   INTEGER NOT NULL
     );
     "#,
+    // 4: a server's asynchronous submissions (Judge0's tokens), so that a
+    // result can be fetched after a restart. Not evidence: a row is written
+    // when a submission is accepted and completed once (its result names the
+    // observation, which is the evidence). `owner` is the server process that
+    // runs it, so an unfinished row whose owner died can be told apart.
+    r#"
+    CREATE TABLE submissions (
+        token        TEXT PRIMARY KEY NOT NULL,
+        dialect      TEXT NOT NULL,
+        owner        TEXT NOT NULL,
+        request      TEXT NOT NULL,
+        result       TEXT,
+        created_at   TEXT NOT NULL,
+        finished_at  TEXT
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

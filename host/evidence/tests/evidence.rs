@@ -528,3 +528,38 @@ fn an_owners_leases_are_released_by_prefix_and_no_one_elses() {
     assert!(store.lease(&"d".repeat(64)).unwrap().is_some());
     assert_eq!(store.release_leases_of("").unwrap(), 0);
 }
+
+#[test]
+fn a_submission_is_stored_and_its_first_result_stands_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("evidence.db");
+    {
+        let store = EvidenceStore::open(&path).unwrap();
+        store
+            .insert_submission("tok-1", "judge0", "owner-a", r#"{"code":"x"}"#)
+            .unwrap();
+        let pending = store.submission("tok-1").unwrap().unwrap();
+        assert_eq!(pending.result, None);
+        assert_eq!(pending.finished_at, None);
+        assert_eq!(pending.owner, "owner-a");
+        // A token is never reused.
+        assert!(
+            store
+                .insert_submission("tok-1", "judge0", "owner-b", "{}")
+                .is_err()
+        );
+        assert!(store.finish_submission("tok-1", r#"{"status":3}"#).unwrap());
+        assert!(
+            !store
+                .finish_submission("tok-1", r#"{"status":13}"#)
+                .unwrap()
+        );
+        assert!(!store.finish_submission("no-such-token", "{}").unwrap());
+    }
+    let store = EvidenceStore::open(&path).unwrap();
+    let done = store.submission("tok-1").unwrap().unwrap();
+    assert_eq!(done.result.as_deref(), Some(r#"{"status":3}"#));
+    assert!(done.finished_at.is_some());
+    assert_eq!(done.request, r#"{"code":"x"}"#);
+    assert_eq!(store.submission("tok-2").unwrap(), None);
+}

@@ -179,10 +179,18 @@ pub async fn execute(
         )));
     };
     check_job(state.settings(), profile, &job, field).map_err(JobError::Invalid)?;
-    let turn = queue.turn().await.map_err(|refusal| JobError::Busy {
-        profile: job.profile.clone(),
-        refusal,
+    let asked = std::time::Instant::now();
+    let turn = queue.turn().await.map_err(|refusal| {
+        state
+            .metrics()
+            .queue_refusal(&job.profile, matches!(refusal, QueueRefusal::Full { .. }));
+        JobError::Busy {
+            profile: job.profile.clone(),
+            refusal,
+        }
     })?;
+    state.metrics().turn(&job.profile, asked.elapsed());
+    let profile_name = job.profile.clone();
     let expectation = match job.expectation {
         Some(expectation) => expectation,
         None => exits_zero(&job.profile, &job.invocations)
@@ -200,7 +208,9 @@ pub async fn execute(
         let state = state.clone();
         async move {
             let _turn = turn;
+            let started = std::time::Instant::now();
             let score = state.scorer().score(request).await?;
+            state.metrics().scored(&score, started.elapsed());
             let id = score.observation_ids.first().cloned().unwrap_or_default();
             let observation = state
                 .session()
@@ -213,7 +223,10 @@ pub async fn execute(
     match task.await {
         Ok(Ok(executed)) => Ok(executed),
         Ok(Err(ScoringError::Cancelled)) => Err(JobError::Cancelled),
-        Ok(Err(ScoringError::Refused(error))) => Err(JobError::Refused(error.to_string())),
+        Ok(Err(ScoringError::Refused(error))) => {
+            state.metrics().sandbox_refusal(&profile_name);
+            Err(JobError::Refused(error.to_string()))
+        }
         Ok(Err(error)) => Err(JobError::Internal(error.to_string())),
         Err(join) => Err(JobError::Internal(format!("the run's task failed: {join}"))),
     }
@@ -231,4 +244,41 @@ fn exits_zero(
     serde_json::from_value(serde_json::json!({
         "conditions": [{"program_behaves": {"profile": profile, "cases": cases}}]
     }))
+}
+
+/// The header naming the observation a response rests on.
+pub const OBSERVATION_HEADER: &str = "x-progscore-observation";
+/// The header saying whether the program ran, joined a run, or was stored.
+pub const EVIDENCE_HEADER: &str = "x-progscore-evidence";
+
+/// Names the run's observation and where its evidence came from in the
+/// response's headers (what every compatible dialect's answer carries).
+pub fn name_evidence(response: &mut axum::response::Response, executed: &Executed) {
+    use axum::http::HeaderValue;
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&executed.observation.id) {
+        headers.insert(OBSERVATION_HEADER, value);
+    }
+    let evidence = serde_json::to_value(executed.score.evidence)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    if let Ok(value) = HeaderValue::from_str(&evidence) {
+        headers.insert(EVIDENCE_HEADER, value);
+    }
+}
+
+/// Why an unproven outcome of `what` ("the program", "the compile")
+/// proves nothing, for a dialect's message.
+pub fn unproven_reason(outcome: &progscore_sandbox::Outcome, what: &str) -> String {
+    use progscore_sandbox::Outcome;
+    match outcome {
+        Outcome::SandboxError { message } => format!("{what} hit a sandbox error: {message}"),
+        Outcome::NotRun { reason } => format!("{what} was not run: {reason}"),
+        Outcome::TimedOut {
+            unconfirmed: Some(why),
+            ..
+        } => format!("{what} timed out, but the timeout is not proven: {why}"),
+        other => format!("{what}: {}", other.kind()),
+    }
 }

@@ -4,7 +4,8 @@
 //! `progscore-runtime`'s; this crate maps requests onto them.
 //!
 //! Each dialect is one module (`native` for `/v1`, `sandbox_fusion` for
-//! `/run_code`), and every dialect runs programs through one shared path
+//! `/run_code`, `judge0` for `/submissions`, `piston` for
+//! `/api/v2/execute`), and every dialect runs programs through one shared path
 //! ([`execute`]): a per-profile queue, then the scorer's evidence path
 //! (stored evidence reused, in-flight runs joined, runs stored). Dialects
 //! differ only in how they map requests and answers.
@@ -24,8 +25,11 @@ mod auth;
 mod body;
 mod error;
 mod execute;
+mod judge0;
+mod metrics;
 mod native;
 mod observe;
+mod piston;
 mod queue;
 mod sandbox_fusion;
 mod state;
@@ -42,6 +46,7 @@ use progscore_runtime::session::Session;
 use tokio::net::TcpListener;
 
 pub use error::{ApiError, ServeError};
+pub use metrics::Metrics;
 pub use state::AppState;
 
 /// How long a client may take to send a request's body (slow senders hold
@@ -146,8 +151,11 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
         .merge(native::routes())
         .merge(sandbox_fusion::routes())
+        .merge(judge0::routes())
+        .merge(piston::routes())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -157,7 +165,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
             BODY_READ_TIMEOUT,
         ))
-        .layer(axum::middleware::from_fn(observe::log_request))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            observe::log_request,
+        ))
         .with_state(state)
 }
 
@@ -175,6 +186,19 @@ async fn readyz(
     } else {
         (axum::http::StatusCode::OK, "ready\n")
     }
+}
+
+/// `GET /metrics`: the Prometheus text format.
+async fn metrics_text(
+    axum::extract::State(state): axum::extract::State<Arc<AppState>>,
+) -> impl axum::response::IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics_text(),
+    )
 }
 
 async fn not_found(uri: axum::http::Uri) -> ApiError {

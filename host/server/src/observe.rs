@@ -1,15 +1,20 @@
 //! The request log: one line per request with its id, method, route,
 //! status and time. Never a body, a program or an output: what clients
 //! send and what programs print stay out of the logs. The id is also the
-//! response's `X-Request-Id`, so a client can quote it.
+//! response's `X-Request-Id`, so a client can quote it. Each request is
+//! counted in the metrics by route pattern and status.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request};
+use std::sync::Arc;
+
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
+
+use crate::state::AppState;
 
 /// Request ids: this process's start time and a counter, unique across
 /// restarts without a random source.
@@ -27,7 +32,11 @@ fn request_id() -> String {
 }
 
 /// Middleware: logs the request when its response is ready.
-pub(crate) async fn log_request(request: Request, next: Next) -> Response {
+pub(crate) async fn log_request(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let id = request_id();
     let started = Instant::now();
     let method = request.method().clone();
@@ -39,6 +48,7 @@ pub(crate) async fn log_request(request: Request, next: Next) -> Response {
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let mut response = next.run(request).await;
     let status = response.status().as_u16();
+    state.metrics().request(&route, status);
     tracing::info!(
         request_id = %id,
         %method,

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use progscore_sandbox::{ByteString, CapturedStream, Invocation, InvocationEvent, Outcome};
@@ -33,13 +33,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
-use crate::execute::{Executed, JobError, Part, ProgramJob, execute};
+use crate::execute::{
+    Executed, JobError, Part, ProgramJob, execute, name_evidence, unproven_reason,
+};
 use crate::state::AppState;
-
-/// The header naming the observation a response rests on.
-pub const OBSERVATION_HEADER: &str = "x-progscore-observation";
-/// The header saying whether the program ran, joined a run, or was stored.
-pub const EVIDENCE_HEADER: &str = "x-progscore-evidence";
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -205,17 +202,7 @@ async fn run_code(
 fn respond(executed: &Executed) -> Response {
     let body = map_run(executed);
     let mut response = axum::Json(body).into_response();
-    let headers = response.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(&executed.observation.id) {
-        headers.insert(OBSERVATION_HEADER, value);
-    }
-    let evidence = serde_json::to_value(executed.score.evidence)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
-    if let Ok(value) = HeaderValue::from_str(&evidence) {
-        headers.insert(EVIDENCE_HEADER, value);
-    }
+    name_evidence(&mut response, executed);
     response
 }
 
@@ -296,19 +283,6 @@ fn map_run(executed: &Executed) -> RunCodeResponse {
         run_result: Some(run_result),
         executor_pod_name: None,
         files: BTreeMap::new(),
-    }
-}
-
-/// Why an unproven outcome proves nothing, for the message.
-fn unproven_reason(outcome: &Outcome, what: &str) -> String {
-    match outcome {
-        Outcome::SandboxError { message } => format!("{what} hit a sandbox error: {message}"),
-        Outcome::NotRun { reason } => format!("{what} was not run: {reason}"),
-        Outcome::TimedOut {
-            unconfirmed: Some(why),
-            ..
-        } => format!("{what} timed out, but the timeout is not proven: {why}"),
-        other => format!("{what}: {}", other.kind()),
     }
 }
 

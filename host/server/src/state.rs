@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::error::ServeError;
+use crate::metrics::Metrics;
 use crate::queue::ProfileQueue;
 
 /// The server's shared state.
@@ -25,6 +26,7 @@ pub struct AppState {
     /// Parent of every run's cancellation: cancelled when the drain is over.
     runs: CancellationToken,
     tracker: TaskTracker,
+    metrics: Metrics,
 }
 
 impl AppState {
@@ -55,6 +57,7 @@ impl AppState {
             draining: AtomicBool::new(false),
             runs: CancellationToken::new(),
             tracker: TaskTracker::new(),
+            metrics: Metrics::new(),
         })
     }
 
@@ -85,6 +88,21 @@ impl AppState {
             tracing::info!(profile = %name, "preflight passed");
         }
         Ok(())
+    }
+
+    /// The server's metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// `/metrics`' text, its gauges read from the queues now.
+    pub fn metrics_text(&self) -> String {
+        let queues: Vec<(String, usize, usize)> = self
+            .queues
+            .iter()
+            .map(|(name, queue)| (name.clone(), queue.waiting(), queue.running()))
+            .collect();
+        self.metrics.encode(&queues, self.runs_in_flight())
     }
 
     /// The `[serve]` settings.

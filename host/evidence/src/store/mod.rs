@@ -6,6 +6,7 @@ mod observations;
 mod programs;
 mod scores;
 mod sql;
+mod submissions;
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -16,6 +17,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, params_from_iter};
 
 pub use leases::{Lease, now_unix_ms};
+pub use submissions::StoredSubmission;
 
 use crate::error::StoreError;
 use crate::record::{

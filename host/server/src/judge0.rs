@@ -1,0 +1,1159 @@
+//! Judge0 CE's dialect: `/submissions` (single and batch, `wait`,
+//! `base64_encoded`, `fields`), `/languages`, `/statuses`, `/about`,
+//! `/config_info`, in the shapes the `judge0` Python SDK and Judge0's other
+//! clients read, so that they work by a change of URL.
+//!
+//! Status mapping (the three-valued verdict kept):
+//! - anything that proves nothing about the program (a sandbox error, a
+//!   case not run, a timeout the machine was too busy to prove, the sandbox
+//!   refusing the run, a stdout cut short that matches the expected output
+//!   so far) is 13 Internal Error, never Wrong Answer or a runtime error;
+//! - a proven timeout is 5; a build that failed is 6 with the compiler's
+//!   output; a memory kill is 12 with signal 9;
+//! - exit 0 is 3 Accepted, or 4 Wrong Answer when `expected_output` is
+//!   given and differs (compared as Judge0 does: each line's trailing
+//!   whitespace and the text's surrounding blank space ignored);
+//! - any other exit is 11 (NZEC), or, for 128 + a signal, the signal's own
+//!   status (7 SIGSEGV, 8 SIGXFSZ, 9 SIGFPE, 10 SIGABRT, 12 others).
+//!
+//! Tokens and results live in the evidence store's `submissions` table, so
+//! `GET /submissions/{token}` answers after a restart. A submission whose
+//! server died before it ran is answered 13, saying so. Beyond Judge0:
+//! `wait=true` also on batches, and no batch-size cap of 20 (the
+//! `[serve] max_batch_items` bound applies).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use progscore_sandbox::{ByteString, CapturedStream, Invocation, Outcome};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::body::JsonBody;
+use crate::error::ApiError;
+use crate::execute::{
+    Executed, JobError, OBSERVATION_HEADER, Part, ProgramJob, execute, unproven_reason,
+};
+use crate::state::AppState;
+
+/// The dialect's name in the submissions table.
+const DIALECT: &str = "judge0";
+
+/// The Judge0 CE version whose language ids are served (the SDK maps its
+/// language aliases by this version).
+const JUDGE0_VERSION: &str = "1.13.1";
+
+/// Judge0 CE 1.13.1's language ids, their names there, and the progscore
+/// language name each stands for. An id is listed by `/languages` when its
+/// language name is a served profile (or a `[languages]` name of one).
+const LANGUAGES: &[(i64, &str, &str)] = &[
+    (46, "Bash", "bash"),
+    (50, "C (GCC)", "c"),
+    (51, "C# (Mono)", "csharp"),
+    (52, "C++ (GCC)", "cpp"),
+    (53, "C++ (GCC)", "cpp"),
+    (54, "C++ (GCC)", "cpp"),
+    (56, "D (DMD)", "d"),
+    (60, "Go", "go"),
+    (62, "Java (OpenJDK)", "java"),
+    (63, "JavaScript (Node.js)", "javascript"),
+    (64, "Lua", "lua"),
+    (68, "PHP", "php"),
+    (71, "Python (3)", "python"),
+    (72, "Ruby", "ruby"),
+    (73, "Rust", "rust"),
+    (74, "TypeScript", "typescript"),
+    (80, "R", "r"),
+    (81, "Scala", "scala"),
+    (85, "Perl", "perl"),
+];
+
+/// Judge0's statuses.
+const STATUSES: &[(i64, &str)] = &[
+    (1, "In Queue"),
+    (2, "Processing"),
+    (3, "Accepted"),
+    (4, "Wrong Answer"),
+    (5, "Time Limit Exceeded"),
+    (6, "Compilation Error"),
+    (7, "Runtime Error (SIGSEGV)"),
+    (8, "Runtime Error (SIGXFSZ)"),
+    (9, "Runtime Error (SIGFPE)"),
+    (10, "Runtime Error (SIGABRT)"),
+    (11, "Runtime Error (NZEC)"),
+    (12, "Runtime Error (Other)"),
+    (13, "Internal Error"),
+    (14, "Exec Format Error"),
+];
+const IN_QUEUE: i64 = 1;
+const ACCEPTED: i64 = 3;
+const WRONG_ANSWER: i64 = 4;
+const TIME_LIMIT_EXCEEDED: i64 = 5;
+const COMPILATION_ERROR: i64 = 6;
+const NZEC: i64 = 11;
+const RUNTIME_ERROR_OTHER: i64 = 12;
+const INTERNAL_ERROR: i64 = 13;
+
+/// What `GET /submissions/{token}` returns without `fields`, as Judge0.
+const DEFAULT_FIELDS: &[&str] = &[
+    "token",
+    "time",
+    "memory",
+    "stdout",
+    "stderr",
+    "compile_output",
+    "message",
+    "status",
+];
+
+/// Every field a submission has.
+const ALL_FIELDS: &[&str] = &[
+    "source_code",
+    "language_id",
+    "stdin",
+    "expected_output",
+    "command_line_arguments",
+    "stdout",
+    "stderr",
+    "compile_output",
+    "message",
+    "status",
+    "status_id",
+    "exit_code",
+    "exit_signal",
+    "time",
+    "wall_time",
+    "memory",
+    "token",
+    "created_at",
+    "finished_at",
+    "language",
+];
+
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/submissions", post(create))
+        .route("/submissions/batch", post(create_batch).get(get_batch))
+        .route("/submissions/{token}", get(get_one))
+        .route("/languages", get(languages))
+        .route("/languages/{id}", get(language))
+        .route("/statuses", get(statuses))
+        .route("/about", get(about))
+        .route("/config_info", get(config_info))
+}
+
+/// A refusal in Judge0's shape: `{"FIELD": ["what is wrong"]}` with 422,
+/// as its clients read validation errors.
+fn unprocessable(field: &str, message: impl Into<String>) -> ApiError {
+    ApiError::bad_field(field, message).with_status(StatusCode::UNPROCESSABLE_ENTITY)
+}
+
+fn judge0_error(error: ApiError) -> Response {
+    let Some(field) = error.field.clone() else {
+        return error.into_response();
+    };
+    let mut response = (error.status, Json(json!({ field: [error.message] }))).into_response();
+    if let Some(after) = error.retry_after
+        && let Ok(value) = HeaderValue::from_str(&after.as_secs().max(1).to_string())
+    {
+        response
+            .headers_mut()
+            .insert(axum::http::header::RETRY_AFTER, value);
+    }
+    response
+}
+
+/// The query options Judge0 takes (`base64_encoded`, `wait`, `fields`,
+/// `tokens`), each checked by name.
+struct Options {
+    base64: bool,
+    wait: bool,
+    fields: Vec<&'static str>,
+    tokens: Vec<String>,
+}
+
+impl Options {
+    fn parse(query: &BTreeMap<String, String>) -> Result<Options, ApiError> {
+        let flag = |name: &str| -> Result<bool, ApiError> {
+            match query.get(name).map(String::as_str) {
+                None | Some("false") | Some("") => Ok(false),
+                Some("true") => Ok(true),
+                Some(other) => Err(ApiError::bad_field(
+                    name,
+                    format!("`{other}` is not a boolean (true or false)"),
+                )),
+            }
+        };
+        let fields = match query.get("fields").map(String::as_str) {
+            None | Some("") => DEFAULT_FIELDS.to_vec(),
+            Some("*") => ALL_FIELDS.to_vec(),
+            Some(list) => {
+                let mut fields = Vec::new();
+                let mut unknown = Vec::new();
+                for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                    match ALL_FIELDS.iter().find(|known| **known == name) {
+                        Some(known) => fields.push(*known),
+                        None => unknown.push(name.to_string()),
+                    }
+                }
+                if !unknown.is_empty() {
+                    return Err(ApiError::bad_field(
+                        "fields",
+                        format!("invalid fields: [{}]", unknown.join(", ")),
+                    ));
+                }
+                fields
+            }
+        };
+        let tokens = query
+            .get("tokens")
+            .map(|list| {
+                list.split(',')
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Options {
+            base64: flag("base64_encoded")?,
+            wait: flag("wait")?,
+            fields,
+            tokens,
+        })
+    }
+}
+
+/// A submission as clients send it. Limits and options progscore does not
+/// apply per request are accepted and ignored (the profile's limits apply,
+/// see docs/serve.md); what it cannot honour is refused naming the field.
+#[derive(Debug, Deserialize)]
+// The limits are read (so a mistyped one is refused) and not applied.
+#[allow(dead_code)]
+struct SubmissionRequest {
+    source_code: Option<String>,
+    language_id: Option<i64>,
+    #[serde(default)]
+    stdin: Option<String>,
+    #[serde(default)]
+    expected_output: Option<String>,
+    #[serde(default)]
+    command_line_arguments: Option<String>,
+    #[serde(default)]
+    compiler_options: Option<String>,
+    #[serde(default)]
+    additional_files: Option<String>,
+    #[serde(default)]
+    callback_url: Option<String>,
+    #[serde(default)]
+    enable_network: Option<bool>,
+    #[serde(default)]
+    redirect_stderr_to_stdout: Option<bool>,
+    #[serde(default)]
+    number_of_runs: Option<i64>,
+    // Accepted, not applied: the profile's limits apply.
+    #[serde(default)]
+    cpu_time_limit: Option<f64>,
+    #[serde(default)]
+    cpu_extra_time: Option<f64>,
+    #[serde(default)]
+    wall_time_limit: Option<f64>,
+    #[serde(default)]
+    memory_limit: Option<f64>,
+    #[serde(default)]
+    stack_limit: Option<i64>,
+    #[serde(default)]
+    max_processes_and_or_threads: Option<i64>,
+    #[serde(default)]
+    enable_per_process_and_thread_time_limit: Option<bool>,
+    #[serde(default)]
+    enable_per_process_and_thread_memory_limit: Option<bool>,
+    #[serde(default)]
+    max_file_size: Option<i64>,
+}
+
+/// What is stored for a submission: the request decoded (text as base64,
+/// so any bytes survive) and the profile it runs under.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct StoredRequest {
+    language_id: i64,
+    profile: String,
+    source_code: String,
+    stdin: Option<String>,
+    expected_output: Option<String>,
+    command_line_arguments: Option<String>,
+}
+
+/// What is stored once a submission has run (text as base64).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct StoredResult {
+    status_id: i64,
+    stdout: Option<String>,
+    stderr: Option<String>,
+    compile_output: Option<String>,
+    message: Option<String>,
+    exit_code: Option<i64>,
+    exit_signal: Option<i64>,
+    time: Option<f64>,
+    wall_time: Option<f64>,
+    memory: Option<u64>,
+    observation_id: Option<String>,
+}
+
+impl StoredResult {
+    fn internal_error(message: impl Into<String>) -> StoredResult {
+        StoredResult {
+            status_id: INTERNAL_ERROR,
+            message: Some(encode(message.into().as_bytes())),
+            ..StoredResult::default()
+        }
+    }
+}
+
+fn encode(bytes: &[u8]) -> String {
+    BASE64.encode(bytes)
+}
+
+fn decode(text: &str) -> Option<Vec<u8>> {
+    // Judge0's clients may wrap base64 at 60 or 76 columns.
+    let joined: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    BASE64.decode(joined).ok()
+}
+
+/// The request checked and decoded, with the profile its language is.
+fn accept(
+    state: &AppState,
+    request: SubmissionRequest,
+    base64: bool,
+) -> Result<StoredRequest, ApiError> {
+    let language_id = request
+        .language_id
+        .ok_or_else(|| unprocessable("language_id", "can't be blank"))?;
+    let profile = served_language(state, language_id).ok_or_else(|| {
+        let served: Vec<String> = served_languages(state)
+            .into_iter()
+            .map(|(id, name, _)| format!("{id} ({name})"))
+            .collect();
+        unprocessable(
+            "language_id",
+            format!(
+                "language with id {language_id} is not served here (served: {})",
+                served.join(", ")
+            ),
+        )
+    })?;
+    let text = |field: &str, value: Option<String>| -> Result<Option<String>, ApiError> {
+        match value {
+            None => Ok(None),
+            Some(value) if base64 => decode(&value)
+                .map(|bytes| Some(encode(&bytes)))
+                .ok_or_else(|| unprocessable(field, "is not valid base64 (base64_encoded=true)")),
+            Some(value) => Ok(Some(encode(value.as_bytes()))),
+        }
+    };
+    let source_code = text("source_code", request.source_code)?
+        .ok_or_else(|| unprocessable("source_code", "can't be blank"))?;
+    let refuse = |field: &str, why: &str| Err(unprocessable(field, why));
+    if request
+        .compiler_options
+        .as_deref()
+        .is_some_and(|o| !o.trim().is_empty())
+    {
+        return refuse(
+            "compiler_options",
+            "is not supported: the profile's build command applies",
+        );
+    }
+    if request
+        .additional_files
+        .as_deref()
+        .is_some_and(|f| !f.is_empty())
+    {
+        return refuse(
+            "additional_files",
+            "is not supported: progscore runs the program alone (send data on stdin)",
+        );
+    }
+    if request
+        .callback_url
+        .as_deref()
+        .is_some_and(|u| !u.is_empty())
+    {
+        return refuse(
+            "callback_url",
+            "is not supported: fetch the result with GET /submissions/{token}, or send wait=true",
+        );
+    }
+    if request.enable_network == Some(true) {
+        return refuse(
+            "enable_network",
+            "is not supported: programs never reach a network",
+        );
+    }
+    if request.redirect_stderr_to_stdout == Some(true) {
+        return refuse(
+            "redirect_stderr_to_stdout",
+            "is not supported: stdout and stderr are kept apart",
+        );
+    }
+    if request.number_of_runs.is_some_and(|n| n != 1) {
+        return refuse(
+            "number_of_runs",
+            "must be 1: a program runs once per submission",
+        );
+    }
+    Ok(StoredRequest {
+        language_id,
+        profile,
+        source_code,
+        stdin: text("stdin", request.stdin)?,
+        expected_output: text("expected_output", request.expected_output)?,
+        command_line_arguments: request.command_line_arguments,
+    })
+}
+
+/// The served Judge0 languages: id, Judge0 name, progscore profile.
+fn served_languages(state: &AppState) -> Vec<(i64, &'static str, String)> {
+    LANGUAGES
+        .iter()
+        .filter_map(|(id, name, language)| {
+            state
+                .language_profile(language)
+                .map(|profile| (*id, *name, profile.to_string()))
+        })
+        .collect()
+}
+
+fn served_language(state: &AppState, id: i64) -> Option<String> {
+    served_languages(state)
+        .into_iter()
+        .find(|(served, _, _)| *served == id)
+        .map(|(_, _, profile)| profile)
+}
+
+/// The job a stored request runs as.
+fn job_of(request: &StoredRequest) -> ProgramJob {
+    let bytes = |text: &Option<String>| text.as_deref().and_then(decode);
+    let args = request
+        .command_line_arguments
+        .as_deref()
+        .map(|line| line.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default();
+    ProgramJob {
+        program: decode(&request.source_code).unwrap_or_default(),
+        profile: request.profile.clone(),
+        invocations: vec![Invocation {
+            args,
+            stdin: bytes(&request.stdin).map(ByteString),
+        }],
+        fresh: false,
+        expectation: None,
+        item_id: None,
+    }
+}
+
+fn field_name(part: Part) -> String {
+    match part {
+        Part::Program => "source_code".into(),
+        Part::Invocations => "language_id".into(),
+        Part::Args(_) => "command_line_arguments".into(),
+        Part::Stdin(_) => "stdin".into(),
+    }
+}
+
+/// Runs a stored request; what to store as its result. A request the
+/// sandbox could not be given (a field at fault) is `Err`.
+async fn run(state: &Arc<AppState>, request: &StoredRequest) -> Result<StoredResult, ApiError> {
+    let expected = request.expected_output.as_deref().and_then(decode);
+    match execute(state, job_of(request), &field_name).await {
+        Ok(executed) => Ok(judge(&executed, expected.as_deref())),
+        Err(JobError::Invalid(error)) => Err(error),
+        Err(JobError::Busy { profile, refusal }) => {
+            Ok(StoredResult::internal_error(refusal.message(&profile)))
+        }
+        Err(JobError::Refused(message)) => Ok(StoredResult::internal_error(format!(
+            "the sandbox could not run the program: {message}"
+        ))),
+        Err(JobError::Cancelled) => Ok(StoredResult::internal_error(
+            "the server shut down before the program ran to its end; submit it again",
+        )),
+        Err(JobError::Internal(message)) => Ok(StoredResult::internal_error(format!(
+            "progscore failed: {message}"
+        ))),
+    }
+}
+
+/// Judge0's view of a run (see the module doc for the mapping).
+fn judge(executed: &Executed, expected: Option<&[u8]>) -> StoredResult {
+    let run = &executed.observation.run;
+    let observation = executed.observation.id.clone();
+    let unproven = |what: String| StoredResult {
+        observation_id: Some(observation.clone()),
+        ..StoredResult::internal_error(format!("{what} (observation {observation})"))
+    };
+    let compile_output = run.compile.as_ref().map(|compile| {
+        let mut output = compile.event.stdout.data.0.clone();
+        output.extend_from_slice(&compile.event.stderr.data.0);
+        encode(&output)
+    });
+    if let Some(compile) = &run.compile
+        && compile.event.outcome.is_unproven()
+    {
+        return unproven(unproven_reason(&compile.event.outcome, "the build"));
+    }
+    let Some(event) = run.events.first() else {
+        return unproven("the run has no event".into());
+    };
+    if let Outcome::CompileError { reason } = &event.outcome {
+        return StoredResult {
+            status_id: COMPILATION_ERROR,
+            compile_output,
+            message: Some(encode(reason.as_bytes())),
+            observation_id: Some(observation),
+            ..StoredResult::default()
+        };
+    }
+    if event.outcome.is_unproven() {
+        return unproven(unproven_reason(&event.outcome, "the program"));
+    }
+    let usage = event.usage.as_ref();
+    let mut result = StoredResult {
+        status_id: ACCEPTED,
+        stdout: Some(encode(&event.stdout.data.0)),
+        stderr: Some(encode(&event.stderr.data.0)),
+        compile_output,
+        time: usage.and_then(|u| u.cpu_ms).map(|ms| ms as f64 / 1000.0),
+        wall_time: Some(event.duration_ms as f64 / 1000.0),
+        memory: usage
+            .and_then(|u| u.peak_memory_bytes)
+            .map(|bytes| bytes / 1024),
+        observation_id: Some(observation.clone()),
+        ..StoredResult::default()
+    };
+    match &event.outcome {
+        Outcome::Exited { exit_code: 0 } => {
+            result.exit_code = Some(0);
+            if let Some(expected) = expected {
+                match compare(&event.stdout, expected) {
+                    Some(true) => {}
+                    Some(false) => result.status_id = WRONG_ANSWER,
+                    None => {
+                        return unproven(
+                            "stdout was cut at the profile's output limit and matches the expected output as far as it goes".into(),
+                        );
+                    }
+                }
+            }
+        }
+        Outcome::Exited { exit_code } => {
+            let signal = (129..=192).contains(exit_code).then(|| exit_code - 128);
+            result.status_id = match signal {
+                Some(11) => 7,
+                Some(25) => 8,
+                Some(8) => 9,
+                Some(6) => 10,
+                Some(_) => RUNTIME_ERROR_OTHER,
+                None => NZEC,
+            };
+            result.exit_code = Some(*exit_code);
+            result.exit_signal = signal;
+        }
+        Outcome::TimedOut { .. } => {
+            result.status_id = TIME_LIMIT_EXCEEDED;
+            result.message = Some(encode(b"Time limit exceeded"));
+        }
+        Outcome::MemoryLimit => {
+            result.status_id = RUNTIME_ERROR_OTHER;
+            result.exit_signal = Some(9);
+            result.message = Some(encode(
+                b"Memory limit exceeded: the program was killed (signal 9)",
+            ));
+        }
+        // The unproven and compile outcomes were answered above.
+        other => return unproven(other.kind().to_string()),
+    }
+    result
+}
+
+/// Judge0's comparison: each line's trailing whitespace and the text's
+/// surrounding blank space ignored. `None` when stdout was cut short and
+/// the kept part does not already differ: nothing is proven.
+fn compare(stdout: &CapturedStream, expected: &[u8]) -> Option<bool> {
+    let kept = &stdout.data.0;
+    if stdout.truncated {
+        return if expected.starts_with(kept) {
+            None
+        } else {
+            Some(false)
+        };
+    }
+    Some(normalize(kept) == normalize(expected))
+}
+
+fn normalize(text: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(text).replace("\r\n", "\n");
+    let lines: Vec<&str> = text.split('\n').map(str::trim_end).collect();
+    lines.join("\n").trim().as_bytes().to_vec()
+}
+
+/// The Judge0 JSON of a stored submission, with the asked fields only.
+fn render(
+    token: &str,
+    request: &StoredRequest,
+    result: Option<&StoredResult>,
+    created_at: &str,
+    finished_at: Option<&str>,
+    options: &Options,
+) -> Result<Value, ApiError> {
+    let status_id = result.map_or(IN_QUEUE, |r| r.status_id);
+    let description = STATUSES
+        .iter()
+        .find(|(id, _)| *id == status_id)
+        .map_or("Internal Error", |(_, d)| d);
+    let language_name = LANGUAGES
+        .iter()
+        .find(|(id, _, _)| *id == request.language_id)
+        .map_or("", |(_, name, _)| name);
+    let mut out = serde_json::Map::new();
+    for field in &options.fields {
+        let stored_text = |text: Option<&String>| text.cloned();
+        let value = match *field {
+            "source_code" => text_value(Some(&request.source_code), options.base64, field)?,
+            "stdin" => text_value(request.stdin.as_ref(), options.base64, field)?,
+            "expected_output" => {
+                text_value(request.expected_output.as_ref(), options.base64, field)?
+            }
+            "command_line_arguments" => json!(request.command_line_arguments),
+            "language_id" => json!(request.language_id),
+            "language" => json!({"id": request.language_id, "name": language_name}),
+            "stdout" => text_value(
+                result.and_then(|r| stored_text(r.stdout.as_ref())).as_ref(),
+                options.base64,
+                field,
+            )?,
+            "stderr" => text_value(
+                result.and_then(|r| stored_text(r.stderr.as_ref())).as_ref(),
+                options.base64,
+                field,
+            )?,
+            "compile_output" => text_value(
+                result
+                    .and_then(|r| stored_text(r.compile_output.as_ref()))
+                    .as_ref(),
+                options.base64,
+                field,
+            )?,
+            "message" => text_value(
+                result
+                    .and_then(|r| stored_text(r.message.as_ref()))
+                    .as_ref(),
+                options.base64,
+                field,
+            )?,
+            "status" => json!({"id": status_id, "description": description}),
+            "status_id" => json!(status_id),
+            "exit_code" => json!(result.and_then(|r| r.exit_code)),
+            "exit_signal" => json!(result.and_then(|r| r.exit_signal)),
+            // Judge0 writes times as decimal strings.
+            "time" => json!(result.and_then(|r| r.time).map(|t| format!("{t:.3}"))),
+            "wall_time" => json!(result.and_then(|r| r.wall_time).map(|t| format!("{t:.3}"))),
+            "memory" => json!(result.and_then(|r| r.memory)),
+            "token" => json!(token),
+            "created_at" => json!(created_at),
+            "finished_at" => json!(finished_at),
+            _ => Value::Null,
+        };
+        out.insert((*field).to_string(), value);
+    }
+    Ok(Value::Object(out))
+}
+
+/// A text field: base64 as stored when asked, else UTF-8 (as Judge0, text
+/// that is not UTF-8 needs `base64_encoded=true`).
+fn text_value(stored: Option<&String>, base64: bool, field: &str) -> Result<Value, ApiError> {
+    let Some(stored) = stored else {
+        return Ok(Value::Null);
+    };
+    if base64 {
+        return Ok(json!(stored));
+    }
+    let bytes = decode(stored).unwrap_or_default();
+    String::from_utf8(bytes).map(Value::String).map_err(|_| {
+        ApiError::bad_field(
+            field,
+            "this field cannot be converted to UTF-8: ask with base64_encoded=true",
+        )
+    })
+}
+
+/// This process, as the owner of the submissions it runs: its pid and
+/// start time, so that a restarted server (or another one on the same
+/// store) can tell that the owner of an unfinished row is gone.
+fn this_owner() -> String {
+    let pid = std::process::id();
+    format!("{pid}@{}", process_start(pid).unwrap_or_default())
+}
+
+/// A process's start time in clock ticks since boot (`/proc/PID/stat`
+/// field 22), which tells a live process from a reused pid.
+fn process_start(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces: count after its ')'.
+    let after = stat.rsplit_once(')')?.1;
+    after.split_whitespace().nth(19).map(str::to_string)
+}
+
+fn owner_alive(owner: &str) -> bool {
+    let Some((pid, start)) = owner.split_once('@') else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    process_start(pid).as_deref() == Some(start)
+}
+
+/// A stored submission as Judge0 renders it; an unfinished one whose owner
+/// died is finished as Internal Error first.
+fn load(
+    state: &AppState,
+    token: &str,
+    options: &Options,
+) -> Result<Option<(Value, Option<String>)>, ApiError> {
+    let store = &state.session().store;
+    let Some(mut stored) = store
+        .submission(token)
+        .map_err(|e| ApiError::internal(e.to_string()))?
+    else {
+        return Ok(None);
+    };
+    if stored.dialect != DIALECT {
+        return Ok(None);
+    }
+    if stored.result.is_none() && stored.owner != this_owner() && !owner_alive(&stored.owner) {
+        let abandoned = StoredResult::internal_error(
+            "the server that accepted this submission stopped before it ran; submit it again",
+        );
+        let text =
+            serde_json::to_string(&abandoned).map_err(|e| ApiError::internal(e.to_string()))?;
+        let _ = store.finish_submission(token, &text);
+        stored = store
+            .submission(token)
+            .map_err(|e| ApiError::internal(e.to_string()))?
+            .unwrap_or(stored);
+    }
+    let request: StoredRequest = serde_json::from_str(&stored.request)
+        .map_err(|e| ApiError::internal(format!("submission {token}: {e}")))?;
+    let result: Option<StoredResult> = match &stored.result {
+        Some(text) => Some(
+            serde_json::from_str(text)
+                .map_err(|e| ApiError::internal(format!("submission {token}: {e}")))?,
+        ),
+        None => None,
+    };
+    let observation = result.as_ref().and_then(|r| r.observation_id.clone());
+    let rendered = render(
+        token,
+        &request,
+        result.as_ref(),
+        &stored.created_at,
+        stored.finished_at.as_deref(),
+        options,
+    )?;
+    Ok(Some((rendered, observation)))
+}
+
+/// Stores a new submission and runs it: in the background, or (when
+/// `wait`) before answering. Its token.
+async fn submit(
+    state: &Arc<AppState>,
+    request: StoredRequest,
+    wait: bool,
+) -> Result<String, ApiError> {
+    if state.is_draining() {
+        return Err(ApiError::draining());
+    }
+    let token = uuid::Uuid::new_v4().to_string();
+    let text = serde_json::to_string(&request).map_err(|e| ApiError::internal(e.to_string()))?;
+    state
+        .session()
+        .store
+        .insert_submission(&token, DIALECT, &this_owner(), &text)
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let work = {
+        let state = state.clone();
+        let token = token.clone();
+        async move {
+            let result = match run(&state, &request).await {
+                Ok(result) => result,
+                // Checked before the submission was stored; a profile
+                // limit the request breaks (an argument too long...).
+                Err(error) => StoredResult::internal_error(format!(
+                    "the program could not be given its input: {}: {}",
+                    error.field.unwrap_or_default(),
+                    error.message
+                )),
+            };
+            match serde_json::to_string(&result) {
+                Ok(text) => {
+                    if let Err(error) = state.session().store.finish_submission(&token, &text) {
+                        tracing::error!(%token, %error, "could not store a submission's result");
+                    }
+                }
+                Err(error) => tracing::error!(%token, %error, "could not encode a result"),
+            }
+        }
+    };
+    if wait {
+        work.await;
+    } else {
+        state.tracker().spawn(work);
+    }
+    Ok(token)
+}
+
+/// `POST /submissions`.
+async fn create(
+    State(state): State<Arc<AppState>>,
+    Query(query): Query<BTreeMap<String, String>>,
+    JsonBody(request): JsonBody<SubmissionRequest>,
+) -> Response {
+    let options = match Options::parse(&query) {
+        Ok(options) => options,
+        Err(error) => return error.into_response(),
+    };
+    let request = match accept(&state, request, options.base64) {
+        Ok(request) => request,
+        Err(error) => return judge0_error(error),
+    };
+    if let Some(refusal) = check_input(&state, &request) {
+        return judge0_error(refusal);
+    }
+    let token = match submit(&state, request, options.wait).await {
+        Ok(token) => token,
+        Err(error) => return error.into_response(),
+    };
+    if !options.wait {
+        return (StatusCode::CREATED, Json(json!({"token": token}))).into_response();
+    }
+    match load(&state, &token, &options) {
+        Ok(Some((value, observation))) => with_observation(
+            (StatusCode::CREATED, Json(value)).into_response(),
+            observation,
+        ),
+        Ok(None) => {
+            ApiError::internal(format!("submission {token} was not stored")).into_response()
+        }
+        Err(error) => error.into_response(),
+    }
+}
+
+/// The served maxima and the profile's delivery limits, checked before a
+/// submission is stored, so a bad one gets a 4xx naming the field.
+fn check_input(state: &AppState, request: &StoredRequest) -> Option<ApiError> {
+    let (profile, _) = state.served(&request.profile)?;
+    crate::execute::check_job(state.settings(), profile, &job_of(request), &field_name)
+        .err()
+        .map(|error| {
+            if error.status == StatusCode::BAD_REQUEST {
+                error.with_status(StatusCode::UNPROCESSABLE_ENTITY)
+            } else {
+                error
+            }
+        })
+}
+
+fn with_observation(mut response: Response, observation: Option<String>) -> Response {
+    if let Some(id) = observation
+        && let Ok(value) = HeaderValue::from_str(&id)
+    {
+        response.headers_mut().insert(OBSERVATION_HEADER, value);
+    }
+    response
+}
+
+/// `GET /submissions/{token}`.
+async fn get_one(
+    State(state): State<Arc<AppState>>,
+    Path(token): Path<String>,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    let options = match Options::parse(&query) {
+        Ok(options) => options,
+        Err(error) => return error.into_response(),
+    };
+    match load(&state, &token, &options) {
+        Ok(Some((value, observation))) => {
+            with_observation(Json(value).into_response(), observation)
+        }
+        Ok(None) => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": format!("no submission with token {token}")})),
+        )
+            .into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct BatchRequest {
+    submissions: Vec<SubmissionRequest>,
+}
+
+/// `POST /submissions/batch`: a token (or the item's refusal) per item, in
+/// order; with `wait=true`, the finished submissions.
+async fn create_batch(
+    State(state): State<Arc<AppState>>,
+    Query(query): Query<BTreeMap<String, String>>,
+    JsonBody(batch): JsonBody<BatchRequest>,
+) -> Response {
+    let options = match Options::parse(&query) {
+        Ok(options) => options,
+        Err(error) => return error.into_response(),
+    };
+    let max = state.settings().max_batch_items;
+    if batch.submissions.is_empty() {
+        return ApiError::bad_field("submissions", "give at least one submission").into_response();
+    }
+    if batch.submissions.len() > max {
+        return ApiError::bad_field(
+            "submissions",
+            format!(
+                "{} submissions; this server accepts at most {max} in one batch ([serve] max_batch_items)",
+                batch.submissions.len()
+            ),
+        )
+        .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+        .into_response();
+    }
+    let items = batch.submissions.into_iter().map(|request| {
+        let state = state.clone();
+        async move {
+            let request = accept(&state, request, options.base64)?;
+            if let Some(refusal) = check_input(&state, &request) {
+                return Err(refusal);
+            }
+            submit(&state, request, options.wait).await
+        }
+    });
+    let tokens = futures_util::future::join_all(items).await;
+    let mut answers = Vec::with_capacity(tokens.len());
+    for token in tokens {
+        let answer = match token {
+            Ok(token) if options.wait => match load(&state, &token, &options) {
+                Ok(Some((value, _))) => value,
+                Ok(None) => json!({"token": token}),
+                Err(error) => return error.into_response(),
+            },
+            Ok(token) => json!({"token": token}),
+            Err(error) => match error.field {
+                Some(field) => json!({ field: [error.message] }),
+                None => json!({"error": error.message}),
+            },
+        };
+        answers.push(answer);
+    }
+    (StatusCode::CREATED, Json(Value::Array(answers))).into_response()
+}
+
+/// `GET /submissions/batch?tokens=...`: `{"submissions": [...]}`, `null`
+/// for a token not stored.
+async fn get_batch(
+    State(state): State<Arc<AppState>>,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    let options = match Options::parse(&query) {
+        Ok(options) => options,
+        Err(error) => return error.into_response(),
+    };
+    if options.tokens.is_empty() {
+        return ApiError::bad_field("tokens", "give the tokens, separated by commas")
+            .into_response();
+    }
+    if options.tokens.len() > state.settings().max_batch_items {
+        return ApiError::bad_field(
+            "tokens",
+            format!(
+                "{} tokens; at most {} at once ([serve] max_batch_items)",
+                options.tokens.len(),
+                state.settings().max_batch_items
+            ),
+        )
+        .into_response();
+    }
+    let mut submissions = Vec::with_capacity(options.tokens.len());
+    for token in &options.tokens {
+        match load(&state, token, &options) {
+            Ok(found) => submissions.push(found.map_or(Value::Null, |(value, _)| value)),
+            Err(error) => return error.into_response(),
+        }
+    }
+    Json(json!({"submissions": submissions})).into_response()
+}
+
+/// `GET /languages`.
+async fn languages(State(state): State<Arc<AppState>>) -> Json<Value> {
+    Json(Value::Array(
+        served_languages(&state)
+            .into_iter()
+            .map(|(id, name, profile)| json!({"id": id, "name": format!("{name} (progscore profile {profile})")}))
+            .collect(),
+    ))
+}
+
+/// `GET /languages/{id}`.
+async fn language(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+    let found = id.parse::<i64>().ok().and_then(|id| {
+        served_languages(&state)
+            .into_iter()
+            .find(|(served, _, _)| *served == id)
+    });
+    match found {
+        Some((id, name, profile)) => Json(json!({
+            "id": id,
+            "name": format!("{name} (progscore profile {profile})"),
+            "is_archived": false,
+            "source_file": null,
+            "compile_cmd": null,
+            "run_cmd": null,
+        }))
+        .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": format!("no served language with id {id}")})),
+        )
+            .into_response(),
+    }
+}
+
+/// `GET /statuses`.
+async fn statuses() -> Json<Value> {
+    Json(Value::Array(
+        STATUSES
+            .iter()
+            .map(|(id, description)| json!({"id": id, "description": description}))
+            .collect(),
+    ))
+}
+
+/// `GET /about`: the Judge0 version whose language ids are served.
+async fn about() -> Json<Value> {
+    Json(json!({
+        "version": JUDGE0_VERSION,
+        "homepage": "https://github.com/progscore/progscore",
+        "source_code": "https://github.com/progscore/progscore",
+        "maintainer": format!("progscore {} (Judge0 CE {JUDGE0_VERSION} compatible API)", env!("CARGO_PKG_VERSION")),
+    }))
+}
+
+/// `GET /config_info`: Judge0's configuration keys, as progscore applies
+/// them (per-request limits are not applied: the profile's are).
+async fn config_info(State(state): State<Arc<AppState>>) -> Json<Value> {
+    let settings = state.settings();
+    Json(json!({
+        "maintenance_mode": false,
+        "enable_wait_result": true,
+        "enable_compiler_options": false,
+        "allowed_languages_for_compile_options": [],
+        "enable_command_line_arguments": true,
+        "enable_submission_delete": false,
+        "enable_callbacks": false,
+        "callbacks_max_tries": 0,
+        "callbacks_timeout": 0.0,
+        "enable_additional_files": false,
+        "max_queue_size": settings.queue,
+        "cpu_time_limit": 5.0,
+        "max_cpu_time_limit": 5.0,
+        "cpu_extra_time": 0.0,
+        "max_cpu_extra_time": 0.0,
+        "wall_time_limit": 10.0,
+        "max_wall_time_limit": 10.0,
+        "memory_limit": 262144,
+        "max_memory_limit": 262144,
+        "stack_limit": 65536,
+        "max_stack_limit": 65536,
+        "max_processes_and_or_threads": 64,
+        "max_max_processes_and_or_threads": 64,
+        "enable_per_process_and_thread_time_limit": false,
+        "allow_enable_per_process_and_thread_time_limit": false,
+        "enable_per_process_and_thread_memory_limit": false,
+        "allow_enable_per_process_and_thread_memory_limit": false,
+        "max_file_size": 1024,
+        "max_max_file_size": 1024,
+        "number_of_runs": 1,
+        "max_number_of_runs": 1,
+        "redirect_stderr_to_stdout": false,
+        "max_extract_size": 0,
+        "enable_batched_submissions": true,
+        "max_submission_batch_size": settings.max_batch_items,
+        "submission_cache_duration": 0.0,
+        "use_docs_as_homepage": false,
+        "allow_enable_network": false,
+        "enable_network": false,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(text: &str, truncated: bool) -> CapturedStream {
+        CapturedStream {
+            data: ByteString(text.as_bytes().to_vec()),
+            truncated,
+            total_bytes: text.len() as u64 + if truncated { 100 } else { 0 },
+        }
+    }
+
+    #[test]
+    fn output_is_compared_as_judge0_does() {
+        assert_eq!(compare(&stream("9\n", false), b"9"), Some(true));
+        assert_eq!(compare(&stream("a  \r\nb\n\n", false), b"a\nb"), Some(true));
+        assert_eq!(compare(&stream("10\n", false), b"9\n"), Some(false));
+        // Leading space inside a line matters.
+        assert_eq!(compare(&stream("a\n b\n", false), b"a\nb"), Some(false));
+    }
+
+    #[test]
+    fn a_cut_stdout_proves_a_difference_but_never_a_match() {
+        assert_eq!(compare(&stream("1234", true), b"123456789"), None);
+        assert_eq!(compare(&stream("12x4", true), b"123456789"), Some(false));
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_flags_are_refused_by_name() {
+        let query = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let error = Options::parse(&query(&[("fields", "stdout,nope")]))
+            .err()
+            .unwrap();
+        assert_eq!(error.field.as_deref(), Some("fields"));
+        assert!(error.message.contains("nope"));
+        let error = Options::parse(&query(&[("wait", "yes")])).err().unwrap();
+        assert_eq!(error.field.as_deref(), Some("wait"));
+        let options =
+            Options::parse(&query(&[("fields", "*"), ("base64_encoded", "true")])).unwrap();
+        assert!(options.base64);
+        assert_eq!(options.fields.len(), ALL_FIELDS.len());
+    }
+
+    #[test]
+    fn owners_are_told_alive_by_pid_and_start_time() {
+        assert!(owner_alive(&this_owner()));
+        let pid = std::process::id();
+        assert!(!owner_alive(&format!("{pid}@1")));
+        assert!(!owner_alive("not-an-owner"));
+    }
+}
