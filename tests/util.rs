@@ -1,5 +1,7 @@
 //! Helpers for driving the built `progscore` binary in a scratch folder.
 
+pub mod served;
+
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -14,12 +14,16 @@
 //!   once the engine is back the next progscore's sweep leaves no container
 //!   on either engine.
 //!
+//! - Under `progscore serve`, the engine stopped with requests in flight:
+//!   no answer says Failed; it serves again once the engine is back.
+//!
 //! Its own test binary, because it stops the engines other tests use:
 //! cargo runs test binaries one after another.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use progscore_e2e::served::{ServeIn, Served, leftovers_of, try_post_json};
 use progscore_e2e::{Dir, LOCAL_ENGINE, result_lines, second_engine, stderr, verdict};
 
 const DOCKERD_LOG: &str = "/var/log/progscore-dockerd.log";
@@ -174,6 +178,73 @@ fn engines_stopped_mid_batch() {
     engine_comes_back_and_the_batch_completes();
     engine_stays_away_and_a_rerun_completes();
     one_engine_of_two_killed_mid_batch();
+    engine_stopped_under_serve();
+}
+
+/// `progscore serve` with requests in flight when the engine stops: every
+/// answer is the program's right output or SandboxError (which clients
+/// retry), never Failed; and it serves again once the engine is back.
+fn engine_stopped_under_serve() {
+    let dir = Dir::new();
+    dir.edit_config(|mut config| {
+        config.push_str("\n[serve]\nprofiles = [\"python\"]\n");
+        config
+    });
+    let served = Served::start(&dir);
+    let address = served.address;
+    let clients: Vec<_> = (0..16u64)
+        .map(|client| {
+            std::thread::spawn(move || {
+                (0..3u64)
+                    .map(|n| {
+                        let i = client * 10 + n;
+                        let code = format!("import time\ntime.sleep(0.3)\nprint({i} * {i})\n");
+                        let body = serde_json::json!({"code": code, "language": "python"});
+                        let reply = try_post_json(address, "/run_code", &body).expect("an answer");
+                        (i, reply.status, reply.json())
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    while served.metric("progscore_evidence_total{evidence=\"ran\"}") < 4.0 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stop = EngineStop::now();
+    std::thread::sleep(Duration::from_secs(3));
+    drop(stop);
+    let mut sandbox_errors = 0;
+    for client in clients {
+        for (i, status, body) in client.join().unwrap() {
+            assert_eq!(status, 200, "{body}");
+            match body["status"].as_str() {
+                Some("Success") => {
+                    assert_eq!(
+                        body["run_result"]["stdout"],
+                        format!("{}\n", i * i),
+                        "{body}"
+                    )
+                }
+                Some("SandboxError") => sandbox_errors += 1,
+                _ => panic!("a wrong verdict while the engine was away: {body}"),
+            }
+        }
+    }
+    println!("engine stopped under serve: {sandbox_errors} of 48 answers were SandboxError");
+    let after = served.post_json(
+        "/run_code",
+        &serde_json::json!({"code": "print(6 * 7)", "language": "python"}),
+    );
+    assert_eq!(
+        after.json()["run_result"]["stdout"],
+        "42\n",
+        "{}",
+        after.json()
+    );
+    let pid = served.child.id();
+    let (code, log) = served.terminate();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(leftovers_of(pid).is_empty(), "{:?}", leftovers_of(pid));
 }
 
 /// `scripts/second-engine.sh ARGS`.

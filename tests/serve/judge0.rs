@@ -4,6 +4,7 @@
 
 use serde_json::json;
 
+use crate::ServeIn;
 use crate::{Served, run_clients, serving_dir};
 
 #[test]

@@ -3,6 +3,7 @@
 use progscore_e2e::Dir;
 use serde_json::json;
 
+use crate::ServeIn;
 use crate::{Served, TOKEN, leftovers_of, serving_dir};
 
 #[test]

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use crate::ServeIn;
 use crate::{Served, serving_dir};
 
 fn execute(served: &Served, language: &str, code: &str, stdin: &str) -> serde_json::Value {

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use crate::ServeIn;
 use crate::{Served, clients_dir, run_clients, serving_dir};
 
 #[test]
