@@ -4,7 +4,7 @@ use progscore_e2e::Dir;
 use serde_json::json;
 
 use crate::ServeIn;
-use crate::{Served, TOKEN, leftovers_of, serving_dir};
+use crate::{Served, TOKEN, leftovers_of, run_clients, serving_dir};
 
 #[test]
 fn it_serves_on_loopback_reports_health_and_stops_cleanly_on_sigterm() {
@@ -141,4 +141,10 @@ fn the_log_names_requests_but_never_their_bodies() {
         "{log}"
     );
     assert!(!log.contains(marker), "{log}");
+}
+
+#[test]
+fn every_dialects_answers_are_those_openapi_json_describes() {
+    let dir = serving_dir("");
+    run_clients(Served::start(&dir), "openapi_check.py", &[]);
 }

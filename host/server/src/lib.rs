@@ -29,6 +29,7 @@ mod judge0;
 mod metrics;
 mod native;
 mod observe;
+mod openapi;
 mod piston;
 mod queue;
 mod sandbox_fusion;
@@ -152,6 +153,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
+        .route(
+            "/openapi.json",
+            get(|| async { axum::Json(openapi::document()) }),
+        )
         .merge(native::routes())
         .merge(sandbox_fusion::routes())
         .merge(judge0::routes())
