@@ -95,3 +95,61 @@ fn bad_requests_are_refused_naming_the_field() {
     assert_eq!(files.status, 400);
     assert_eq!(files.json()["error"]["field"], "files.data.txt");
 }
+
+#[test]
+fn one_cpp_program_sent_as_eight_tests_is_built_once() {
+    // A window long enough that every request of the eight joins, whatever
+    // the machine's load: the point is the count of builds.
+    let dir = serving_dir("gather = \"5s\"");
+    let served = Served::start(&dir);
+    let address = served.address;
+    let nonce = std::process::id();
+    let code = format!(
+        "// {nonce}\n#include <iostream>\nint main(){{long n; std::cin>>n; std::cout<<n*n<<std::endl;}}\n"
+    );
+    let requests: Vec<_> = (0..8)
+        .map(|n| {
+            let code = code.clone();
+            std::thread::spawn(move || {
+                let body = json!({"code": code, "language": "cpp", "stdin": format!("{n}\n")});
+                let reply = crate::try_post_json(address, "/run_code", &body).expect("an answer");
+                (n, reply)
+            })
+        })
+        .collect();
+    let mut observations = Vec::new();
+    let mut ran = 0;
+    for request in requests {
+        let (n, reply) = request.join().unwrap();
+        let answer = reply.json();
+        assert_eq!(answer["status"], "Success", "{answer}");
+        assert_eq!(
+            answer["run_result"]["stdout"],
+            format!("{}\n", n * n),
+            "{answer}"
+        );
+        assert_eq!(answer["compile_result"]["return_code"], 0, "{answer}");
+        if reply.header("x-progscore-evidence") == Some("ran") {
+            ran += 1;
+        }
+        observations.push(reply.header("x-progscore-observation").unwrap().to_string());
+    }
+    // One run built it; the seven others joined it, and all name it.
+    assert_eq!(ran, 1);
+    observations.dedup();
+    assert_eq!(observations.len(), 1, "{observations:?}");
+    let stored = served
+        .request(
+            "GET",
+            &format!("/v1/observations/{}", observations[0]),
+            &[],
+            b"",
+        )
+        .json();
+    assert_eq!(
+        stored["run"]["events"].as_array().unwrap().len(),
+        8,
+        "{stored}"
+    );
+    assert!(stored["run"]["compile"].is_object(), "{stored}");
+}

@@ -52,7 +52,15 @@ pub struct ServeSettings {
     pub drain: Duration,
     /// Run every request afresh instead of reusing stored evidence (`fresh`).
     pub fresh: bool,
+    /// How long a request for a compiled program waits for others of the
+    /// same program (`gather`): those that arrive meanwhile run as cases of
+    /// one run, built once (verl sends one request per test case). Zero: no
+    /// gathering.
+    pub gather: Duration,
 }
+
+/// The longest `gather` accepted.
+pub const MAX_GATHER: Duration = Duration::from_secs(5);
 
 impl Default for ServeSettings {
     fn default() -> Self {
@@ -70,6 +78,7 @@ impl Default for ServeSettings {
             max_batch_items: 10_000,
             drain: Duration::from_secs(30),
             fresh: false,
+            gather: Duration::from_millis(50),
         }
     }
 }
@@ -98,6 +107,7 @@ pub(crate) struct ServeSection {
     max_batch_items: Option<usize>,
     drain: Option<String>,
     fresh: Option<bool>,
+    gather: Option<String>,
 }
 
 /// Checks the `[serve]` table of the config text `text` (from the file
@@ -226,6 +236,24 @@ pub(crate) fn parse_serve(
     if let Some(fresh) = section.fresh {
         settings.fresh = fresh;
     }
+    if let Some(value) = &section.gather {
+        settings.gather = match humantime::parse_duration(value) {
+            Ok(gather) if gather <= MAX_GATHER => gather,
+            parsed => {
+                return Err(refuse(
+                    "gather",
+                    format!(
+                        "{value:?}: {} (e.g. \"50ms\"; \"0s\" turns gathering off)",
+                        if parsed.is_ok() {
+                            "must be at most 5s"
+                        } else {
+                            "not a duration"
+                        }
+                    ),
+                ));
+            }
+        };
+    }
     Ok(settings)
 }
 
@@ -245,7 +273,7 @@ mod tests {
         assert_eq!(config.serve, ServeSettings::default());
         assert!(config.serve.listen.ip().is_loopback());
         let text = format!(
-            "{PROFILE}\n[serve]\nlisten = \"0.0.0.0:9000\"\ntokens = [\"{}\"]\nprofiles = [\"python\"]\nconcurrency = 4\nqueue = 0\nqueue_wait = \"5s\"\nmax_body = \"2MiB\"\nmax_code = \"64KiB\"\nmax_stdin = \"1MiB\"\nmax_invocations = 8\nmax_batch_items = 100\ndrain = \"10s\"\nfresh = true\n",
+            "{PROFILE}\n[serve]\nlisten = \"0.0.0.0:9000\"\ntokens = [\"{}\"]\nprofiles = [\"python\"]\nconcurrency = 4\nqueue = 0\nqueue_wait = \"5s\"\nmax_body = \"2MiB\"\nmax_code = \"64KiB\"\nmax_stdin = \"1MiB\"\nmax_invocations = 8\nmax_batch_items = 100\ndrain = \"10s\"\nfresh = true\ngather = \"0s\"\n",
             "t".repeat(32)
         );
         let serve = Config::parse(Path::new("c.toml"), &text).unwrap().serve;
@@ -262,6 +290,7 @@ mod tests {
         assert_eq!(serve.max_batch_items, 100);
         assert_eq!(serve.drain, Duration::from_secs(10));
         assert!(serve.fresh);
+        assert_eq!(serve.gather, Duration::ZERO);
     }
 
     #[test]
@@ -290,6 +319,10 @@ mod tests {
             (
                 "drain = \"forever\"",
                 "c.toml:7: serve.drain = \"forever\": not a duration",
+            ),
+            (
+                "gather = \"9s\"",
+                "c.toml:7: serve.gather: \"9s\": must be at most 5s",
             ),
             (
                 "max_body = \"1KiB\"",

@@ -47,10 +47,20 @@ pub struct Executed {
     pub score: Score,
     /// The observation the score rests on.
     pub observation: Observation,
+    /// Which of the run's events is this request's: 0, or its place in a
+    /// run gathered from several requests (see [`crate::gather`]).
+    pub case: usize,
+}
+
+impl Executed {
+    /// This request's event in the run.
+    pub fn event(&self) -> Option<&progscore_sandbox::InvocationEvent> {
+        self.observation.run.events.get(self.case)
+    }
 }
 
 /// Why a job was not run, as the dialect must tell it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum JobError {
     /// The request itself is wrong (a field named): a 4xx.
     Invalid(ApiError),
@@ -160,7 +170,21 @@ pub enum Part {
 }
 
 /// Runs `job` (see the module doc); `field` names its parts for errors.
+/// A single-case request for a compiled program may run as a case of a run
+/// gathered with others of the same program ([`crate::gather`]).
 pub async fn execute(
+    state: &Arc<AppState>,
+    job: ProgramJob,
+    field: &(dyn Fn(Part) -> String + Sync),
+) -> Result<Executed, JobError> {
+    if crate::gather::gathers(state, &job) {
+        return crate::gather::execute_gathered(state, job, field).await;
+    }
+    execute_alone(state, job, field).await
+}
+
+/// Runs `job` as one run of its own.
+pub(crate) async fn execute_alone(
     state: &Arc<AppState>,
     job: ProgramJob,
     field: &(dyn Fn(Part) -> String + Sync),
@@ -217,7 +241,11 @@ pub async fn execute(
                 .store
                 .observation(&id)?
                 .ok_or_else(|| ScoringError::RunLost(format!("observation {id} not stored")))?;
-            Ok::<_, ScoringError>(Executed { score, observation })
+            Ok::<_, ScoringError>(Executed {
+                score,
+                observation,
+                case: 0,
+            })
         }
     });
     match task.await {

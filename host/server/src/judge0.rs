@@ -509,7 +509,7 @@ fn judge(executed: &Executed, expected: Option<&[u8]>) -> StoredResult {
     {
         return unproven(unproven_reason(&compile.event.outcome, "the build"));
     }
-    let Some(event) = run.events.first() else {
+    let Some(event) = executed.event() else {
         return unproven("the run has no event".into());
     };
     if let Outcome::CompileError { reason } = &event.outcome {

@@ -25,6 +25,7 @@ mod auth;
 mod body;
 mod error;
 mod execute;
+mod gather;
 mod judge0;
 mod metrics;
 mod native;

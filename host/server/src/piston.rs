@@ -254,7 +254,7 @@ fn map_run(executed: &Executed, language: &str, version: &str) -> ExecuteRespons
     {
         return response;
     }
-    match run.events.first() {
+    match executed.event() {
         None => {
             response.run = Some(Stage::internal(format!(
                 "the run has no event (observation {observation})"

@@ -222,7 +222,7 @@ fn map_run(executed: &Executed) -> RunCodeResponse {
             ))
         };
     }
-    let Some(event) = run.events.first() else {
+    let Some(event) = executed.event() else {
         return RunCodeResponse::sandbox_error(format!(
             "the run has no event (observation {observation})"
         ));

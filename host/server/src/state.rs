@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::error::ServeError;
+use crate::gather::Gatherings;
 use crate::metrics::Metrics;
 use crate::queue::ProfileQueue;
 
@@ -27,6 +28,7 @@ pub struct AppState {
     runs: CancellationToken,
     tracker: TaskTracker,
     metrics: Metrics,
+    gatherings: Gatherings,
 }
 
 impl AppState {
@@ -58,6 +60,7 @@ impl AppState {
             runs: CancellationToken::new(),
             tracker: TaskTracker::new(),
             metrics: Metrics::new(),
+            gatherings: Gatherings::default(),
         })
     }
 
@@ -88,6 +91,11 @@ impl AppState {
             tracing::info!(profile = %name, "preflight passed");
         }
         Ok(())
+    }
+
+    /// The runs being gathered now.
+    pub(crate) fn gatherings(&self) -> &Gatherings {
+        &self.gatherings
     }
 
     /// The server's metrics.
