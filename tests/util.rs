@@ -34,7 +34,11 @@ impl Dir {
     pub fn new() -> Dir {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = progscore_test_kit::generated_config_text();
-        let config = config.replace("path = \"progscore.db\"", "path = \"evidence.db\"");
+        let config = progscore_test_kit::replace_required(
+            &config,
+            "path = \"progscore.db\"",
+            "path = \"evidence.db\"",
+        );
         std::fs::write(dir.path().join("progscore.toml"), config).expect("write config");
         std::fs::create_dir(dir.path().join("tmp")).expect("private tmp");
         Dir { dir }

@@ -26,7 +26,8 @@ const TIMEOUT: &str = "5s";
 fn dir_with_short_timeouts_and_cpu_limits() -> Dir {
     let dir = Dir::new();
     dir.edit_config(|text| {
-        text.replace(
+        progscore_test_kit::replace_required(
+            &text,
             "timeout = \"10s\"",
             &format!("timeout = \"{CPU_BOUND_TIMEOUT}\"\ncpu_time = \"{CPU_TIME}\""),
         )
@@ -42,7 +43,13 @@ const CPU_BOUND_TIMEOUT: &str = "20s";
 
 fn dir_with_short_timeouts() -> Dir {
     let dir = Dir::new();
-    dir.edit_config(|text| text.replace("timeout = \"10s\"", &format!("timeout = \"{TIMEOUT}\"")));
+    dir.edit_config(|text| {
+        progscore_test_kit::replace_required(
+            &text,
+            "timeout = \"10s\"",
+            &format!("timeout = \"{TIMEOUT}\""),
+        )
+    });
     dir
 }
 

@@ -212,9 +212,11 @@ fn profiles_and_doctor_describe_the_setup() {
 fn doctor_explains_a_missing_runtime() {
     let dir = Dir::new();
     let config = dir.path().join("progscore.toml");
-    let text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("runtime = \"runsc\"", "runtime = \"kata\"");
+    let text = progscore_test_kit::replace_required(
+        &std::fs::read_to_string(&config).unwrap(),
+        "runtime = \"runsc\"",
+        "runtime = \"kata\"",
+    );
     std::fs::write(&config, text).unwrap();
     let output = dir.run(&["doctor"]);
     assert_eq!(output.status.code(), Some(1));

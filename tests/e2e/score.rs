@@ -527,7 +527,9 @@ fn items_of_a_profile_that_cannot_run_are_refused_before_anything_runs() {
 #[test]
 fn the_summary_groups_undetermined_reasons_by_kind() {
     let dir = Dir::new();
-    dir.edit_config(|config| config.replace("output = \"64KiB\"", "output = \"8B\""));
+    dir.edit_config(|config| {
+        progscore_test_kit::replace_required(&config, "output = \"64KiB\"", "output = \"8B\"")
+    });
     let flood = |i: usize| {
         serde_json::json!({
             "id": format!("flood-{i}"),

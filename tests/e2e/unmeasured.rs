@@ -21,7 +21,7 @@ fn over_tcp(config: String) -> String {
     format!(
         "{}\n[engines.loopback]\nurl = \"tcp://127.0.0.1:2376\"\n\
          tls = {{ ca = \"{TLS}/ca.pem\", cert = \"{TLS}/cert.pem\", key = \"{TLS}/key.pem\" }}\n",
-        config.replace("timeout = \"10s\"", "timeout = \"1s\"")
+        progscore_test_kit::replace_required(&config, "timeout = \"10s\"", "timeout = \"1s\"")
     )
 }
 

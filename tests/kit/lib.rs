@@ -76,3 +76,15 @@ pub fn generated_image(name: &str) -> String {
         .unwrap_or_else(|| panic!("[profiles.{name}] has no image"))
         .to_owned()
 }
+
+/// `text` with `from` replaced by `to`; panics naming `from` when `text`
+/// does not hold it, so that a test whose config edit stopped matching
+/// (the generated config changed) fails loudly instead of silently testing
+/// something else.
+pub fn replace_required(text: &str, from: &str, to: &str) -> String {
+    assert!(
+        text.contains(from),
+        "the config edit expects `{from}`, which the config no longer holds: update the test"
+    );
+    text.replace(from, to)
+}

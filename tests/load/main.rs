@@ -208,7 +208,9 @@ fn verdicts_do_not_depend_on_load(profile: &str) {
     let text = batch(&items, profile);
     for (jobs, hog) in [(1, false), (16 * cpus(), false), (16 * cpus(), true)] {
         let dir = Dir::new();
-        dir.edit_config(|config| config.replace("timeout = \"10s\"", "timeout = \"1s\""));
+        dir.edit_config(|config| {
+            progscore_test_kit::replace_required(&config, "timeout = \"10s\"", "timeout = \"1s\"")
+        });
         dir.write("batch.jsonl", &text);
         let _hogs = hog.then(|| (CpuHog::start(), DiskHog::start(dir.path())));
         let jobs_arg = jobs.to_string();

@@ -24,7 +24,7 @@ pub fn serving_dir(extra_serve: &str) -> Dir {
     dir.edit_config(|text| {
         format!(
             "{}\n[serve]\nprofiles = [\"python\", \"cpp\"]\n{extra_serve}\n",
-            text.replace("timeout = \"10s\"", "timeout = \"2s\"")
+            progscore_test_kit::replace_required(&text, "timeout = \"10s\"", "timeout = \"2s\"")
         )
     });
     dir

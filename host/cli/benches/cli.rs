@@ -34,7 +34,11 @@ fn main() {
     let config_path = dir.path().join("progscore.toml");
     std::fs::write(
         &config_path,
-        generated.replace("path = \"progscore.db\"", "path = \"bench.db\""),
+        progscore_test_kit::replace_required(
+            &generated,
+            "path = \"progscore.db\"",
+            "path = \"bench.db\"",
+        ),
     )
     .expect("config");
 

@@ -40,9 +40,15 @@ fn main() {
     let config_path = dir.path().join("progscore.toml");
     std::fs::write(
         &config_path,
-        generated
-            .replace("path = \"progscore.db\"", "path = \"bench.db\"")
-            .replace("timeout = \"10s\"", "timeout = \"1s\""),
+        progscore_test_kit::replace_required(
+            &progscore_test_kit::replace_required(
+                &generated,
+                "path = \"progscore.db\"",
+                "path = \"bench.db\"",
+            ),
+            "timeout = \"10s\"",
+            "timeout = \"1s\"",
+        ),
     )
     .expect("config");
     let config = Config::load(&config_path).expect("config");

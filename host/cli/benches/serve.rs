@@ -31,8 +31,11 @@ fn main() {
         .unwrap_or(64);
     let dir = tempfile::tempdir().expect("temp dir");
     let config = dir.path().join("progscore.toml");
-    let text = progscore_test_kit::generated_config_text()
-        .replace("path = \"progscore.db\"", "path = \"bench-serve.db\"");
+    let text = progscore_test_kit::replace_required(
+        &progscore_test_kit::generated_config_text(),
+        "path = \"progscore.db\"",
+        "path = \"bench-serve.db\"",
+    );
     std::fs::write(
         &config,
         format!(
