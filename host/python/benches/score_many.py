@@ -72,6 +72,7 @@ def fresh_config(folder: pathlib.Path) -> pathlib.Path:
     generated = pathlib.Path(os.environ.get("PROGSCORE_CONFIG", REPO / "progscore.toml")).read_text()
     folder.mkdir()
     config = folder / "progscore.toml"
+    assert 'path = "progscore.db"' in generated, "the generated config no longer names its store"
     config.write_text(generated.replace('path = "progscore.db"', 'path = "bench.db"'))
     return config
 

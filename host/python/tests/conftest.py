@@ -37,6 +37,7 @@ def c_image() -> str:
 def config(tmp_path: pathlib.Path) -> pathlib.Path:
     """The generated config with its store moved into this test's folder."""
     text = generated_config().read_text()
+    assert 'path = "progscore.db"' in text, "the generated config no longer names its store: update this fixture"
     text = text.replace('path = "progscore.db"', f'path = "{tmp_path / "evidence.db"}"')
     path = tmp_path / "progscore.toml"
     path.write_text(text)
