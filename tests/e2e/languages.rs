@@ -354,11 +354,30 @@ fn the_language_batch_gets_its_documented_verdicts_and_is_never_compiled_twice()
         assert_eq!(line["evidence"], "ran", "{line}");
     }
 
+    // An item whose run had a case that proved nothing (a timeout a busy
+    // machine could not prove, after another case had already decided the
+    // verdict) is not reusable evidence: it runs again. Every other item is
+    // answered from the store.
+    let unproven: std::collections::BTreeSet<&str> = first
+        .iter()
+        .filter(|line| {
+            line["cases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|case| case["matched"].is_null())
+        })
+        .map(|line| line["id"].as_str().unwrap())
+        .collect();
     let (again, created) = counting_containers(&dir, &["score", batch, "--jobs", "4"]);
     assert_eq!(verdicts(&again), documented_verdicts());
-    assert_eq!(created, 0, "scoring stored evidence started containers");
+    if unproven.is_empty() {
+        assert_eq!(created, 0, "scoring stored evidence started containers");
+    }
     for line in &again {
-        assert_eq!(line["evidence"], "stored", "{line}");
+        if !unproven.contains(line["id"].as_str().unwrap()) {
+            assert_eq!(line["evidence"], "stored", "{line}");
+        }
     }
 
     let (rescored, created) = counting_containers(&dir, &["rescore", batch]);
