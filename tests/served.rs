@@ -1,9 +1,7 @@
 //! `progscore serve` started in a scratch folder: the kit's [`Served`]
 //! with its config (see `progscore_test_kit::served`).
 
-pub use progscore_test_kit::served::{
-    Reply, Served, leftovers_of, request, try_post_json, try_request,
-};
+pub use progscore_test_kit::served::{Reply, Served, request, try_post_json, try_request};
 
 use crate::Dir;
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use progscore_e2e::{Dir, result_lines, stderr, verdict};
 
-use crate::signals::leftovers_after;
+use progscore_test_kit::leftovers::{OwnersPresent, Started};
 
 fn batch(items: usize) -> String {
     (0..items)
@@ -72,8 +72,9 @@ fn paused(name: &str) -> Option<bool> {
 
 /// Scores `batch.jsonl` into `out`; meanwhile, when `faults`, kills,
 /// removes and pauses (then unpauses) in turn each container seen running.
-/// The number of containers faulted and the process's id.
-fn score(dir: &Dir, out: &str, faults: bool) -> (usize, u32) {
+/// The number of containers faulted and the process.
+fn score(dir: &Dir, out: &str, faults: bool) -> (usize, Started) {
+    let before = OwnersPresent::now();
     let mut child = dir
         .command()
         .args(["score", "batch.jsonl", "--jobs", "6", "--out", out])
@@ -82,6 +83,7 @@ fn score(dir: &Dir, out: &str, faults: bool) -> (usize, u32) {
         .spawn()
         .expect("start progscore");
     let pid = child.id();
+    let started = before.then_started(pid);
     let mut faulted = HashSet::new();
     while faults && child.try_wait().expect("progscore's status").is_none() {
         for name in running_of(pid) {
@@ -111,7 +113,7 @@ fn score(dir: &Dir, out: &str, faults: bool) -> (usize, u32) {
     }
     let output = child.wait_with_output().expect("progscore ends");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    (faulted.len(), pid)
+    (faulted.len(), started)
 }
 
 fn results(dir: &Dir, out: &str) -> BTreeMap<String, serde_json::Value> {
@@ -127,7 +129,7 @@ fn containers_killed_removed_or_paused_from_outside_never_make_a_correct_program
     let items = 12;
     dir.write("batch.jsonl", batch(items));
 
-    let (faulted, pid) = score(&dir, "first.jsonl", true);
+    let (faulted, started) = score(&dir, "first.jsonl", true);
     assert!(
         faulted >= 3,
         "only {faulted} containers were caught running"
@@ -149,7 +151,7 @@ fn containers_killed_removed_or_paused_from_outside_never_make_a_correct_program
         !undetermined.is_empty(),
         "no fault reached a program: {first:#?}"
     );
-    let left = leftovers_after(pid, Duration::from_secs(10));
+    let left = started.leftovers_after(Duration::from_secs(10));
     assert!(left.is_empty(), "left behind: {left:?}");
 
     // Nothing was scored false, and no observation holds a kill's 137.
@@ -173,7 +175,7 @@ fn containers_killed_removed_or_paused_from_outside_never_make_a_correct_program
 
     // Scored again, the faulted items run again (their runs were not the
     // attempts' evidence) and every item is true.
-    let (_, pid) = score(&dir, "second.jsonl", false);
+    let (_, started) = score(&dir, "second.jsonl", false);
     let second = results(&dir, "second.jsonl");
     for (id, line) in &second {
         assert_eq!(verdict(line), "true", "{id}: {line}");
@@ -184,6 +186,6 @@ fn containers_killed_removed_or_paused_from_outside_never_make_a_correct_program
             "{id}: the faulted run was reused"
         );
     }
-    let left = leftovers_after(pid, Duration::from_secs(10));
+    let left = started.leftovers_after(Duration::from_secs(10));
     assert!(left.is_empty(), "left behind: {left:?}");
 }

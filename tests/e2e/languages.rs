@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use progscore_e2e::{Dir, result_lines, stderr, stdout, verdict};
 
-use crate::signals::leftovers_after;
+use progscore_test_kit::leftovers::OwnersPresent;
 
 /// The programs' time limit in these tests (the generated profiles say 10s):
 /// long enough for a JVM's start on a busy machine, short enough that the
@@ -72,6 +72,7 @@ fn run(
     dir.write("program", source);
     let lines: Vec<String> = invocations.iter().map(|i| i.to_string()).collect();
     dir.write("invocations.jsonl", lines.join("\n") + "\n");
+    let before = OwnersPresent::now();
     let child = dir
         .command()
         .args([
@@ -87,10 +88,11 @@ fn run(
         .spawn()
         .expect("start progscore");
     let pid = child.id();
+    let started = before.then_started(pid);
     let output = child.wait_with_output().expect("progscore ran");
     assert!(output.status.success(), "{language}: {}", stderr(&output));
     assert_eq!(
-        leftovers_after(pid, Duration::from_secs(5)),
+        started.leftovers_after(Duration::from_secs(5)),
         Vec::<String>::new(),
         "{language}"
     );
@@ -450,6 +452,7 @@ fn a_batch_stopped_during_a_compile_leaves_nothing_behind() {
         })
         .collect();
     dir.write("batch.jsonl", items.join("\n"));
+    let before = OwnersPresent::now();
     let child = dir
         .command()
         .args(["score", "batch.jsonl", "--jobs", "2"])
@@ -458,6 +461,7 @@ fn a_batch_stopped_during_a_compile_leaves_nothing_behind() {
         .spawn()
         .expect("start progscore");
     let pid = child.id();
+    let started = before.then_started(pid);
     // Wait until a compiler runs in one of this process's containers.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while !compiler_running(pid) {
@@ -471,7 +475,7 @@ fn a_batch_stopped_during_a_compile_leaves_nothing_behind() {
     let output = child.wait_with_output().expect("progscore exits");
     assert_eq!(output.status.code(), Some(143), "{}", stderr(&output));
     assert_eq!(
-        leftovers_after(pid, Duration::from_secs(5)),
+        started.leftovers_after(Duration::from_secs(5)),
         Vec::<String>::new()
     );
     // The run's warnings say why something was left.

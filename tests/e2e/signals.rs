@@ -3,11 +3,11 @@
 //! signal; after a SIGKILL, the next start removes what the killed process
 //! left before it runs anything.
 
-use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use progscore_e2e::{Dir, stderr};
+use progscore_test_kit::leftovers::OwnersPresent;
 
 /// Items that each keep a container busy for a while.
 fn slow_batch(items: usize, profile: &str) -> String {
@@ -32,74 +32,6 @@ fn start_batch(dir: &Dir) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start progscore")
-}
-
-/// What clients of process `pid` have left: Docker containers with their
-/// owner label; OCI runtime state; cgroups of either backend; processes
-/// still in such a cgroup or started with such a state root.
-pub(crate) fn leftovers_of(pid: u32) -> Vec<String> {
-    let output = std::process::Command::new("docker")
-        .args([
-            "ps",
-            "-a",
-            "--filter",
-            "label=progscore.owner",
-            "--format",
-            "{{.Names}} {{.Label \"progscore.owner\"}}",
-        ])
-        .output()
-        .expect("docker ps");
-    let owners = [
-        format!("progscore-docker-{pid}-"),
-        format!("progscore-oci-{pid}-"),
-    ];
-    let owned = |text: &str| owners.iter().any(|owner| text.contains(owner.as_str()));
-    let mut found: Vec<String> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter(|line| owned(line))
-        .map(|line| format!("container {line}"))
-        .collect();
-    let listed = |dir: &Path| -> Vec<PathBuf> {
-        std::fs::read_dir(dir)
-            .map(|entries| entries.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default()
-    };
-    let mut places = listed(Path::new("/run/progscore-oci"));
-    for hierarchy in listed(Path::new("/sys/fs/cgroup")) {
-        places.extend(listed(&hierarchy.join("progscore")));
-    }
-    found.extend(
-        places
-            .iter()
-            .filter(|path| owned(&path.to_string_lossy()))
-            .map(|path| path.display().to_string()),
-    );
-    for process in listed(Path::new("/proc")) {
-        let read = |file: &str| std::fs::read(process.join(file)).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&read("cmdline")).replace('\0', " ");
-        let cgroup = String::from_utf8_lossy(&read("cgroup")).to_string();
-        // A zombie has ended; runc's half-started init, killed during its
-        // start, is left for the host's init to reap.
-        let status = String::from_utf8_lossy(&read("status")).to_string();
-        let ended = status.lines().any(|l| l.starts_with("State:\tZ"));
-        if !ended && (owned(&cmdline) || owned(&cgroup)) {
-            found.push(format!("process {}: {cmdline}", process.display()));
-        }
-    }
-    found
-}
-
-/// [`leftovers_of`], given up to `grace` to be gone (processes the kill
-/// reached still need a moment to exit).
-pub(crate) fn leftovers_after(pid: u32, grace: Duration) -> Vec<String> {
-    let deadline = std::time::Instant::now() + grace;
-    loop {
-        let left = leftovers_of(pid);
-        if left.is_empty() || std::time::Instant::now() >= deadline {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// A deterministic spread of moments between 0.3 s and 3 s.
@@ -136,8 +68,9 @@ fn batches_stopped_by_signals_leave_nothing_behind(profile: &str, rounds: usize)
         let (signal, code) = signals[round % signals.len()];
         let dir = Dir::new();
         dir.write("batch.jsonl", slow_batch(24, profile));
+        let before = OwnersPresent::now();
         let child = start_batch(&dir);
-        let pid = child.id();
+        let started = before.then_started(child.id());
         std::thread::sleep(after);
         send(&child, signal);
         let output = child.wait_with_output().expect("progscore exits");
@@ -151,7 +84,7 @@ fn batches_stopped_by_signals_leave_nothing_behind(profile: &str, rounds: usize)
         );
         // Nothing is left the moment the process has exited.
         assert_eq!(
-            leftovers_of(pid),
+            started.leftovers(),
             Vec::<String>::new(),
             "{profile} round {round}"
         );
@@ -177,19 +110,20 @@ fn after_sigkill_the_next_start_removes_what_was_left(profile: &str, rounds: usi
     {
         let dir = Dir::new();
         dir.write("batch.jsonl", slow_batch(24, profile));
+        let before = OwnersPresent::now();
         let mut child = start_batch(&dir);
-        let pid = child.id();
+        let started = before.then_started(child.id());
         std::thread::sleep(after);
         send(&child, libc::SIGKILL);
         child.wait().expect("reaped");
         // What a killed process leaves: its lock, its workspaces, containers.
         left_by_kills += usize::from(!dir.owner_leftovers().is_empty());
-        containers_left += usize::from(!leftovers_of(pid).is_empty());
+        containers_left += usize::from(!started.leftovers().is_empty());
         // The next start (any command that reaches the backend) sweeps first.
         let doctor = dir.run(&["doctor"]);
         assert_eq!(doctor.status.code(), Some(0), "{}", stderr(&doctor));
         assert_eq!(
-            leftovers_after(pid, Duration::from_secs(5)),
+            started.leftovers_after(Duration::from_secs(5)),
             Vec::<String>::new(),
             "{profile} round {round}"
         );

@@ -6,6 +6,7 @@
 //! A dev-dependency only: nothing of progscore is used here (a profile is
 //! returned as whatever type the caller deserializes it into).
 
+pub mod leftovers;
 pub mod served;
 
 use std::path::{Path, PathBuf};

@@ -8,9 +8,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::leftovers::{OwnersPresent, Started};
+
 /// A running `progscore serve`, stopped (SIGTERM, then waited for) when dropped.
 pub struct Served {
     pub child: Child,
+    /// Which process it is, for what it leaves behind.
+    pub started: Started,
     pub address: SocketAddr,
     /// Everything it wrote to stderr so far.
     pub log: Arc<Mutex<String>>,
@@ -21,6 +25,7 @@ impl Served {
     /// piped here) and waits until it says where it listens; `Err` with its
     /// exit status and stderr if it exits before serving.
     pub fn spawn(mut command: Command) -> Result<Served, (Option<i32>, String)> {
+        let before = OwnersPresent::now();
         let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -46,6 +51,7 @@ impl Served {
         });
         match address.recv_timeout(Duration::from_secs(120)) {
             Ok(address) => Ok(Served {
+                started: before.then_started(child.id()),
                 child,
                 address: address.parse().expect("an address"),
                 log,
@@ -230,25 +236,4 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
         out.extend_from_slice(&raw[end + 2..end + 2 + size]);
         raw = &raw[end + 2 + size + 2..];
     }
-}
-
-/// Containers and state that a `progscore serve` of process `pid` left.
-pub fn leftovers_of(pid: u32) -> Vec<String> {
-    let output = std::process::Command::new("docker")
-        .args([
-            "ps",
-            "-a",
-            "--filter",
-            "label=progscore.owner",
-            "--format",
-            "{{.Names}} {{.Label \"progscore.owner\"}}",
-        ])
-        .output()
-        .expect("docker ps");
-    let owner = format!("progscore-docker-{pid}-");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter(|line| line.contains(&owner))
-        .map(str::to_string)
-        .collect()
 }

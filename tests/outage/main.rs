@@ -23,7 +23,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use progscore_e2e::served::{ServeIn, Served, leftovers_of, try_post_json};
+use progscore_e2e::served::{ServeIn, Served, try_post_json};
 use progscore_e2e::{Dir, LOCAL_ENGINE, result_lines, second_engine, stderr, verdict};
 
 const DOCKERD_LOG: &str = "/var/log/progscore-dockerd.log";
@@ -241,10 +241,10 @@ fn engine_stopped_under_serve() {
         "{}",
         after.json()
     );
-    let pid = served.child.id();
+    let started = served.started.clone();
     let (code, log) = served.terminate();
     assert_eq!(code, Some(0), "{log}");
-    assert!(leftovers_of(pid).is_empty(), "{:?}", leftovers_of(pid));
+    assert_eq!(started.leftovers(), Vec::<String>::new());
 }
 
 /// `scripts/second-engine.sh ARGS`.

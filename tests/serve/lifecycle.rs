@@ -4,7 +4,7 @@ use progscore_e2e::Dir;
 use serde_json::json;
 
 use crate::ServeIn;
-use crate::{Served, TOKEN, leftovers_of, run_clients, serving_dir};
+use crate::{Served, TOKEN, run_clients, serving_dir};
 
 #[test]
 fn it_serves_on_loopback_reports_health_and_stops_cleanly_on_sigterm() {
@@ -34,14 +34,14 @@ fn it_serves_on_loopback_reports_health_and_stops_cleanly_on_sigterm() {
     );
     assert!(preflight.header("access-control-allow-origin").is_none());
     assert_eq!(served.request("GET", "/nothing", &[], b"").status, 404);
-    let pid = served.child.id();
+    let started = served.started.clone();
     let (code, log) = served.terminate();
     assert_eq!(code, Some(0), "{log}");
     assert!(
         log.contains("route=/healthz") && log.contains("status=200"),
         "{log}"
     );
-    assert!(leftovers_of(pid).is_empty(), "{:?}", leftovers_of(pid));
+    assert_eq!(started.leftovers(), Vec::<String>::new());
 }
 
 #[test]

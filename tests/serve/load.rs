@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::ServeIn;
-use crate::{Served, leftovers_of, serving_dir, try_post_json};
+use crate::{Served, serving_dir, try_post_json};
 
 /// Polls `/metrics` until `ready` holds (a state, not a time); panics if
 /// `gave_up` turns true first.
@@ -142,10 +142,10 @@ fn sixty_four_clients_at_once_get_every_verdict_right() {
     );
     // Bounded: the requests are small, and nothing is kept per request.
     assert!(peak < 256 * 1024, "server peak RSS {peak} KiB");
-    let pid = served.child.id();
+    let started = served.started.clone();
     let (code, log) = served.terminate();
     assert_eq!(code, Some(0), "{log}");
-    assert!(leftovers_of(pid).is_empty(), "{:?}", leftovers_of(pid));
+    assert_eq!(started.leftovers(), Vec::<String>::new());
 }
 
 #[test]
@@ -168,7 +168,7 @@ fn sigterm_in_the_middle_drains_the_runs_in_flight_and_leaves_nothing() {
     wait_for(&served, "two runs in flight", &done, |s| {
         s.metric("progscore_queue_running{profile=\"python\"}") == 2.0
     });
-    let pid = served.child.id();
+    let started = served.started.clone();
     let (code, log) = served.terminate();
     assert_eq!(code, Some(0), "{log}");
     let mut finished = 0;
@@ -190,5 +190,5 @@ fn sigterm_in_the_middle_drains_the_runs_in_flight_and_leaves_nothing() {
         finished >= 2,
         "the runs in flight were not let finish:\n{log}"
     );
-    assert!(leftovers_of(pid).is_empty(), "{:?}", leftovers_of(pid));
+    assert_eq!(started.leftovers(), Vec::<String>::new());
 }

@@ -10,9 +10,7 @@ mod piston;
 mod sandbox_fusion;
 
 use progscore_e2e::Dir;
-pub use progscore_e2e::served::{
-    Reply, ServeIn, Served, leftovers_of, request, try_post_json, try_request,
-};
+pub use progscore_e2e::served::{Reply, ServeIn, Served, request, try_post_json, try_request};
 
 /// A token long enough for `[serve] tokens`.
 pub const TOKEN: &str = "test-token-0123456789abcdef";
