@@ -12,7 +12,9 @@
 //! (default ../shared/datasets/multipl-e beside the repository);
 //! PROGSCORE_BENCH_LANGUAGES: a comma list of MultiPL-E names (default: all);
 //! PROGSCORE_BENCH_ITEMS: at most this many items per language (default: all);
-//! PROGSCORE_BENCH_JOBS: programs at a time (default 4).
+//! PROGSCORE_BENCH_JOBS: programs at a time (default 4);
+//! PROGSCORE_BENCH_SHOW_COMPILE_ERRORS=1: each compile error's first line of
+//! compiler output (whether the model's code or the joining failed to build).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -340,15 +342,42 @@ async fn run_all(
             let run = backends
                 .execute(program.as_bytes(), profile, invocations)
                 .await;
-            let ending = match run {
-                Ok(run) => ending(&run),
+            let ending = match &run {
+                Ok(run) => ending(run),
                 Err(_) => Ending::Undetermined,
             };
+            if ending == Ending::CompileError
+                && std::env::var_os("PROGSCORE_BENCH_SHOW_COMPILE_ERRORS").is_some()
+                && let Ok(run) = &run
+            {
+                println!("  {profile} {name}: compile error: {}", first_error(run));
+            }
             (name.clone(), ending)
         })
         .buffer_unordered(jobs)
         .collect()
         .await
+}
+
+/// The compiler's first line that says "error" (else its first line).
+fn first_error(run: &ProgramRun) -> String {
+    let Some(compile) = &run.compile else {
+        return String::new();
+    };
+    let event = &compile.event;
+    let output = format!(
+        "{}{}",
+        String::from_utf8_lossy(&event.stderr.data.0),
+        String::from_utf8_lossy(&event.stdout.data.0)
+    );
+    output
+        .lines()
+        .find(|line| line.to_ascii_lowercase().contains("error"))
+        .or_else(|| output.lines().next())
+        .unwrap_or_default()
+        .chars()
+        .take(200)
+        .collect()
 }
 
 fn ending(run: &ProgramRun) -> Ending {

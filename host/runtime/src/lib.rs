@@ -10,5 +10,8 @@ pub mod comparators;
 pub mod config;
 pub mod policy;
 pub mod results;
-pub mod serve;
 pub mod session;
+
+/// The `[serve]` table (a part of the configuration), where the server and
+/// its tests have always found it.
+pub use config::serve;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::config::{ConfigError, bounded_duration, locate, locate_key};
+use super::{ConfigError, bounded_duration, locate, locate_key};
 
 /// The address `progscore serve` listens on when neither the flag nor the
 /// config says: loopback only.

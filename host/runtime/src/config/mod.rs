@@ -1,4 +1,12 @@
 //! The TOML configuration, turned into typed values once, at the edge.
+//! What is wrong in it is told with the file and line ([`located`]); the
+//! `[serve]` table has a room of its own ([`serve`]).
+
+mod located;
+pub mod serve;
+
+pub use located::ConfigError;
+pub(crate) use located::{bounded_duration, locate, locate_key};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -6,7 +14,6 @@ use std::time::Duration;
 
 use progscore_sandbox::{ProfileSpec, RuntimeProfile};
 use serde::Deserialize;
-use thiserror::Error;
 
 /// The config file's name when none is given.
 pub const DEFAULT_CONFIG: &str = "progscore.toml";
@@ -31,7 +38,7 @@ pub struct Config {
     /// configured profile. A profile's own name always works besides.
     pub languages: BTreeMap<String, String>,
     /// How `progscore serve` listens, admits, queues and drains (`[serve]`).
-    pub serve: crate::serve::ServeSettings,
+    pub serve: serve::ServeSettings,
 }
 
 /// The `[docker]` section (bounds on the engines' work, never the
@@ -87,32 +94,6 @@ pub struct UserComparator {
     pub sha256: String,
 }
 
-/// Why a config could not be loaded; every message names the file, and the
-/// line where it can be found.
-#[derive(Debug, Error)]
-pub enum ConfigError {
-    /// The file could not be read.
-    #[error("{path}: cannot read the config: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-    /// The TOML is malformed or has unknown/mistyped fields.
-    #[error("{path}: {message}")]
-    Parse {
-        path: String,
-        /// The parser's message, with line and column.
-        message: String,
-    },
-    /// A profile was refused.
-    #[error("{location}: {message}")]
-    Profile {
-        /// `file:line` of the profile's table.
-        location: String,
-        message: String,
-    },
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
@@ -127,7 +108,7 @@ struct ConfigFile {
     #[serde(default)]
     oci: OciSection,
     #[serde(default)]
-    serve: crate::serve::ServeSection,
+    serve: serve::ServeSection,
     /// Kept in the file's order: the first engine is preferred when engines
     /// are equally free.
     #[serde(default)]
@@ -344,7 +325,7 @@ impl Config {
             };
         let languages = check_languages(&shown, text, &profiles, file.languages)?;
         let names: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
-        let serve = crate::serve::parse_serve(&shown, text, file.serve, &names)?;
+        let serve = serve::parse_serve(&shown, text, file.serve, &names)?;
         Ok(Config {
             path: path.to_path_buf(),
             store_path,
@@ -497,89 +478,6 @@ pub const MAX_ENGINE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 pub const MAX_OUTAGE_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
 /// The longest `[oci] runtime_timeout`: one runtime command.
 pub const MAX_RUNTIME_TIMEOUT: Duration = Duration::from_secs(60 * 60);
-
-/// `[table] field = value` as a duration from 1s to `max`, or a refusal
-/// naming the file, the field's line and the bounds.
-pub(crate) fn bounded_duration(
-    shown: &str,
-    text: &str,
-    table: &str,
-    field: &str,
-    value: &str,
-    max: Duration,
-) -> Result<Duration, ConfigError> {
-    let parsed = humantime::parse_duration(value).ok();
-    match parsed {
-        Some(duration) if duration >= Duration::from_secs(1) && duration <= max => Ok(duration),
-        _ => Err(ConfigError::Profile {
-            location: locate_key(shown, text, table, field)
-                .unwrap_or_else(|| locate(shown, text, table)),
-            message: format!(
-                "{table}.{field} = {value:?}: {} (e.g. \"2m\")",
-                match parsed {
-                    None => "not a duration".to_string(),
-                    Some(_) =>
-                        format!("must be between 1s and {}", humantime::format_duration(max)),
-                }
-            ),
-        }),
-    }
-}
-
-/// `file:line` of `key = ...` inside the table `[table]` (dotted keys of a
-/// parent table, such as `limits.timeout` under `[profiles.python]`, are
-/// not looked for: the caller falls back to the table's header).
-pub(crate) fn locate_key(path: &str, text: &str, table: &str, key: &str) -> Option<String> {
-    let start = locate_line(text, table)?;
-    text.lines()
-        .enumerate()
-        .skip(start + 1)
-        .take_while(|(_, line)| !line.trim_start().starts_with('['))
-        .find(|(_, line)| {
-            let line = line.trim_start();
-            let rest = line
-                .strip_prefix(key)
-                .or_else(|| line.strip_prefix(&format!("\"{key}\"")));
-            rest.is_some_and(|rest| rest.trim_start().starts_with('='))
-        })
-        .map(|(index, _)| format!("{path}:{}", index + 1))
-}
-
-/// The 0-based line of the header `[table]` (a dotted name's parts bare or
-/// quoted), if any.
-fn locate_line(text: &str, table: &str) -> Option<usize> {
-    let parts: Vec<&str> = table.split('.').collect();
-    text.lines().position(|line| {
-        let Some(inner) = line
-            .trim()
-            .strip_prefix('[')
-            .and_then(|rest| rest.strip_suffix(']'))
-        else {
-            return false;
-        };
-        let written: Vec<&str> = inner
-            .split('.')
-            .map(|part| part.trim().trim_matches('"'))
-            .collect();
-        written == parts
-    })
-}
-
-/// `file:line` of a table header such as `[profiles.python]`, or the file alone.
-pub(crate) fn locate(path: &str, text: &str, table: &str) -> String {
-    let header = format!("[{table}]");
-    let quoted = match table.split_once('.') {
-        Some((section, name)) => format!("[{section}.\"{name}\"]"),
-        None => header.clone(),
-    };
-    text.lines()
-        .position(|line| {
-            let line = line.trim();
-            line == header || line == quoted
-        })
-        .map(|index| format!("{path}:{}", index + 1))
-        .unwrap_or_else(|| path.to_string())
-}
 
 #[cfg(test)]
 mod tests {
