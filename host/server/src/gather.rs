@@ -12,24 +12,16 @@
 //! refused by itself. A gathering holds at most `[serve] max_invocations`
 //! cases; past it a request runs alone.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use progscore_sandbox::{Invocation, sha256_hex};
+use progscore_sandbox::sha256_hex;
 use progscore_scoring::EvidenceUse;
 use tokio::sync::watch;
 
-use crate::execute::{Executed, JobError, Part, ProgramJob, check_job, execute_alone};
+use crate::gatherings::{GatherKey, Gathering};
+use crate::job::{Executed, JobError, Part, ProgramJob, check_job};
+use crate::run::run_alone;
 use crate::state::AppState;
-
-/// The requests gathering for one run: the profile and program's hash.
-type GatherKey = (String, String);
-
-/// One run being gathered: its cases so far, and where its result will be.
-struct Gathering {
-    invocations: Vec<Invocation>,
-    result: watch::Receiver<Option<Result<Executed, JobError>>>,
-}
 
 /// Where a request goes.
 enum Place {
@@ -39,12 +31,6 @@ enum Place {
     Leads(watch::Receiver<Option<Result<Executed, JobError>>>),
     /// Alone (the gathering was full).
     Alone,
-}
-
-/// The runs being gathered now.
-#[derive(Default)]
-pub(crate) struct Gatherings {
-    open: Mutex<HashMap<GatherKey, Gathering>>,
 }
 
 /// Whether `job` may be gathered: one case, nothing but "run it" asked,
@@ -71,7 +57,7 @@ pub(crate) async fn execute_gathered(
         return Err(JobError::Cancelled);
     }
     let Some((profile, _)) = state.served(&job.profile) else {
-        return execute_alone(state, job, field).await;
+        return run_alone(state, job, field).await;
     };
     check_job(state.settings(), profile, &job, field).map_err(JobError::Invalid)?;
     let key = (job.profile.clone(), sha256_hex(&job.program));
@@ -110,7 +96,7 @@ pub(crate) async fn execute_gathered(
         Place::Joined(result, case) => (result, case, true),
         Place::Leads(result) => (result, 0, false),
         // The gathering is full: this one runs alone.
-        Place::Alone => return execute_alone(state, job, field).await,
+        Place::Alone => return run_alone(state, job, field).await,
     };
     let finished = result
         .wait_for(Option::is_some)
@@ -147,6 +133,6 @@ async fn lead(
     }
     // Each case was checked alone; the run's own parts have no request field.
     let field = |part: Part| format!("{part:?}");
-    let ran = execute_alone(&state, job, &field).await;
+    let ran = run_alone(&state, job, &field).await;
     let _ = result.send(Some(ran));
 }

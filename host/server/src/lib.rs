@@ -26,6 +26,8 @@ mod body;
 mod error;
 mod execute;
 mod gather;
+mod gatherings;
+mod job;
 mod judge0;
 mod metrics;
 mod native;
@@ -33,6 +35,7 @@ mod observe;
 mod openapi;
 mod piston;
 mod queue;
+mod run;
 mod sandbox_fusion;
 mod state;
 

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::error::ServeError;
-use crate::gather::Gatherings;
+use crate::gatherings::Gatherings;
 use crate::metrics::Metrics;
 use crate::queue::ProfileQueue;
 

@@ -1,0 +1,26 @@
+//! The runs being gathered now (see [`crate::gather`]): for each profile
+//! and program, the cases so far and where the run's result will be. Held
+//! by the server's state; filled and emptied by the gathering requests.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use progscore_sandbox::Invocation;
+use tokio::sync::watch;
+
+use crate::job::{Executed, JobError};
+
+/// The requests gathering for one run: the profile and program's hash.
+pub(crate) type GatherKey = (String, String);
+
+/// One run being gathered: its cases so far, and where its result will be.
+pub(crate) struct Gathering {
+    pub(crate) invocations: Vec<Invocation>,
+    pub(crate) result: watch::Receiver<Option<Result<Executed, JobError>>>,
+}
+
+/// The runs being gathered now.
+#[derive(Default)]
+pub(crate) struct Gatherings {
+    pub(crate) open: Mutex<HashMap<GatherKey, Gathering>>,
+}

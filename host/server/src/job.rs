@@ -1,0 +1,161 @@
+//! A job as every dialect hands it over: the program, its profile and
+//! invocations ([`ProgramJob`]); what came of it ([`Executed`]); why it was
+//! not run ([`JobError`]); and the check of a job against the served maxima
+//! and the profile's delivery limits, naming a bad part in the dialect's
+//! own field names ([`Part`]).
+
+use progscore_runtime::serve::ServeSettings;
+use progscore_sandbox::{Invocation, RuntimeProfile};
+use progscore_scoring::evidence::Observation;
+use progscore_scoring::{Score, ScoringExpectation};
+
+use crate::error::ApiError;
+use crate::queue::QueueRefusal;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct ProgramJob {
+    /// The program's bytes, run verbatim.
+    pub program: Vec<u8>,
+    /// The profile (already resolved from the dialect's language name).
+    pub profile: String,
+    /// One sandbox per invocation, in order.
+    pub invocations: Vec<Invocation>,
+    /// Run again even if the attempt's evidence is stored.
+    pub fresh: bool,
+    /// What to score the run against (its profile and invocations must be
+    /// the job's); `None`: "every invocation exits 0".
+    pub expectation: Option<ScoringExpectation>,
+    /// The caller's item id, recorded with the score.
+    pub item_id: Option<String>,
+}
+
+/// What came of it.
+#[derive(Debug, Clone)]
+pub struct Executed {
+    /// The score "every invocation exits 0" (its `evidence` says whether the
+    /// run was `ran`, `joined` or `stored`).
+    pub score: Score,
+    /// The observation the score rests on.
+    pub observation: Observation,
+    /// Which of the run's events is this request's: 0, or its place in a
+    /// run gathered from several requests (see [`crate::gather`]).
+    pub case: usize,
+}
+
+impl Executed {
+    /// This request's event in the run.
+    pub fn event(&self) -> Option<&progscore_sandbox::InvocationEvent> {
+        self.observation.run.events.get(self.case)
+    }
+}
+
+/// Why a job was not run, as the dialect must tell it.
+#[derive(Debug, Clone)]
+pub enum JobError {
+    /// The request itself is wrong (a field named): a 4xx.
+    Invalid(ApiError),
+    /// No turn in the profile's queue: the dialect's overload answer.
+    Busy {
+        /// Which profile.
+        profile: String,
+        /// How.
+        refusal: QueueRefusal,
+    },
+    /// The sandbox refused the run before anything ran (engine away...):
+    /// nothing is known of the program.
+    Refused(String),
+    /// Cancelled: the server is draining.
+    Cancelled,
+    /// A fault of the server's own parts (the store).
+    Internal(String),
+}
+
+impl JobError {
+    /// The default answer; dialects map `Busy` and `Refused` their own way.
+    pub fn into_api_error(self) -> ApiError {
+        match self {
+            JobError::Invalid(error) => error,
+            JobError::Busy { profile, refusal } => ApiError {
+                status: axum::http::StatusCode::TOO_MANY_REQUESTS,
+                message: refusal.message(&profile),
+                field: None,
+                retry_after: Some(std::time::Duration::from_secs(1)),
+            },
+            JobError::Refused(message) => ApiError {
+                status: axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                message: format!("the sandbox could not run the program: {message}"),
+                field: None,
+                retry_after: Some(std::time::Duration::from_secs(5)),
+            },
+            JobError::Cancelled => ApiError::draining(),
+            JobError::Internal(message) => ApiError::internal(message),
+        }
+    }
+}
+
+/// Checks a job against the served maxima and the profile's delivery
+/// limits; `field` names a job's parts as the dialect spells them.
+pub fn check_job(
+    settings: &ServeSettings,
+    profile: &RuntimeProfile,
+    job: &ProgramJob,
+    field: &(dyn Fn(Part) -> String + Sync),
+) -> Result<(), ApiError> {
+    let code = job.program.len() as u64;
+    if code > settings.max_code {
+        return Err(ApiError::too_large(
+            field(Part::Program),
+            code,
+            settings.max_code,
+        ));
+    }
+    if job.invocations.is_empty() {
+        return Err(ApiError::bad_field(
+            field(Part::Invocations),
+            "give at least one invocation",
+        ));
+    }
+    if job.invocations.len() > settings.max_invocations {
+        return Err(ApiError::bad_field(
+            field(Part::Invocations),
+            format!(
+                "{} invocations; this server accepts at most {} in one run ([serve] max_invocations)",
+                job.invocations.len(),
+                settings.max_invocations
+            ),
+        )
+        .with_status(axum::http::StatusCode::PAYLOAD_TOO_LARGE));
+    }
+    for (index, invocation) in job.invocations.iter().enumerate() {
+        let stdin = invocation.stdin.as_ref().map_or(0, |s| s.0.len()) as u64;
+        if stdin > settings.max_stdin {
+            return Err(ApiError::too_large(
+                field(Part::Stdin(index)),
+                stdin,
+                settings.max_stdin,
+            ));
+        }
+    }
+    profile.check_invocations(&job.invocations).map_err(|bad| {
+        let part = if bad.error.field.starts_with("stdin") {
+            Part::Stdin(bad.index)
+        } else {
+            Part::Args(bad.index)
+        };
+        ApiError::bad_field(field(part), bad.error.message.clone())
+    })
+}
+
+/// A part of a job, for naming it in the dialect's own field names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The program.
+    Program,
+    /// The invocations as a whole.
+    Invocations,
+    /// Invocation N's arguments.
+    Args(usize),
+    /// Invocation N's stdin.
+    Stdin(usize),
+}

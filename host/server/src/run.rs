@@ -1,0 +1,109 @@
+//! One job as one run of its own: a turn in the profile's queue, then the
+//! runtime's scorer for the attempt's evidence (stored evidence reused, a
+//! run in flight joined, else a run, stored with its score). The score is
+//! "every invocation exits 0" unless the job brings its expectation.
+//!
+//! The run is a task of the server, not of the connection: a client that
+//! goes away cancels it (dropping [`run_alone`]'s future cancels the run's
+//! token), and the task still waits for the sandbox's cleanup.
+
+use std::sync::Arc;
+
+use progscore_sandbox::Invocation;
+use progscore_scoring::{ProgramInput, ScoreRequest, ScoringError, ScoringExpectation};
+
+use crate::error::ApiError;
+use crate::job::{Executed, JobError, Part, ProgramJob, check_job};
+use crate::queue::QueueRefusal;
+use crate::state::AppState;
+
+/// Runs `job` as one run of its own.
+pub(crate) async fn run_alone(
+    state: &Arc<AppState>,
+    job: ProgramJob,
+    field: &(dyn Fn(Part) -> String + Sync),
+) -> Result<Executed, JobError> {
+    if state.is_draining() {
+        return Err(JobError::Cancelled);
+    }
+    let Some((profile, queue)) = state.served(&job.profile) else {
+        return Err(JobError::Invalid(ApiError::bad_field(
+            field(Part::Program),
+            format!(
+                "profile `{}` is not served here (served: {})",
+                job.profile,
+                state.served_names().join(", ")
+            ),
+        )));
+    };
+    check_job(state.settings(), profile, &job, field).map_err(JobError::Invalid)?;
+    let asked = std::time::Instant::now();
+    let turn = queue.turn().await.map_err(|refusal| {
+        state
+            .metrics()
+            .queue_refusal(&job.profile, matches!(refusal, QueueRefusal::Full { .. }));
+        JobError::Busy {
+            profile: job.profile.clone(),
+            refusal,
+        }
+    })?;
+    state.metrics().turn(&job.profile, asked.elapsed());
+    let profile_name = job.profile.clone();
+    let expectation = match job.expectation {
+        Some(expectation) => expectation,
+        None => exits_zero(&job.profile, &job.invocations)
+            .map_err(|e| JobError::Internal(format!("cannot build the expectation: {e}")))?,
+    };
+    let cancel = state.run_token();
+    // Dropping this future (the client went away) cancels the run; the task
+    // below still waits for its cleanup.
+    let _cancel_on_drop = cancel.clone().drop_guard();
+    let mut request = ScoreRequest::new(ProgramInput::Inline(job.program), expectation)
+        .fresh(job.fresh || state.settings().fresh)
+        .cancel(cancel);
+    request.item_id = job.item_id;
+    let task = state.tracker().spawn({
+        let state = state.clone();
+        async move {
+            let _turn = turn;
+            let started = std::time::Instant::now();
+            let score = state.scorer().score(request).await?;
+            state.metrics().scored(&score, started.elapsed());
+            let id = score.observation_ids.first().cloned().unwrap_or_default();
+            let observation = state
+                .session()
+                .store
+                .observation(&id)?
+                .ok_or_else(|| ScoringError::RunLost(format!("observation {id} not stored")))?;
+            Ok::<_, ScoringError>(Executed {
+                score,
+                observation,
+                case: 0,
+            })
+        }
+    });
+    match task.await {
+        Ok(Ok(executed)) => Ok(executed),
+        Ok(Err(ScoringError::Cancelled)) => Err(JobError::Cancelled),
+        Ok(Err(ScoringError::Refused(error))) => {
+            state.metrics().sandbox_refusal(&profile_name);
+            Err(JobError::Refused(error.to_string()))
+        }
+        Ok(Err(error)) => Err(JobError::Internal(error.to_string())),
+        Err(join) => Err(JobError::Internal(format!("the run's task failed: {join}"))),
+    }
+}
+
+/// "Every invocation exits 0": the score a run-and-report request stores.
+fn exits_zero(
+    profile: &str,
+    invocations: &[Invocation],
+) -> Result<ScoringExpectation, serde_json::Error> {
+    let cases: Vec<serde_json::Value> = invocations
+        .iter()
+        .map(|invocation| serde_json::json!({"invocation": invocation, "expected": {}}))
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "conditions": [{"program_behaves": {"profile": profile, "cases": cases}}]
+    }))
+}
