@@ -57,6 +57,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::path_error::PathError;
+
 /// The folder under every hierarchy's root that holds progscore's cgroups.
 const ROOT: &str = "progscore";
 
@@ -421,19 +423,15 @@ impl Cgroups {
 
     /// Removes every cgroup folder of `owner` (depth first). Folders still
     /// holding processes cannot be removed; they are reported.
-    pub fn remove_owner(&self, owner: &str) -> Result<(), String> {
+    pub fn remove_owner(&self, owner: &str) -> Result<(), PathError> {
         let mut problems = Vec::new();
         for hierarchy in &self.hierarchies {
             let top = hierarchy.join(ROOT).join(owner);
             if let Err(e) = remove_tree(&top) {
-                problems.push(format!("{}: {e}", top.display()));
+                problems.push(PathError::io("remove cgroup", top, e));
             }
         }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("cannot remove cgroups {}", problems.join("; ")))
-        }
+        PathError::collect(problems)
     }
 }
 
@@ -491,16 +489,14 @@ impl InvocationCgroup {
     /// the same limit on memory plus swap (no swap). The runtime creates
     /// the container's cgroup below it, without a memory limit of its own,
     /// so an OOM kill is counted here ([`InvocationCgroup::oom_kills`]).
-    pub fn create_with_memory_limit(&self, bytes: u64) -> Result<(), String> {
+    pub fn create_with_memory_limit(&self, bytes: u64) -> Result<(), PathError> {
         let write = |dir: &Path, file: &str, value: &str| {
-            fs::write(dir.join(file), value)
-                .map_err(|e| format!("cannot write {}: {e}", dir.join(file).display()))
+            fs::write(dir.join(file), value).map_err(|e| PathError::io("write", dir.join(file), e))
         };
         match &self.cgroups.layout {
             Layout::V1 { memory, .. } => {
                 let dir = self.dir(memory);
-                fs::create_dir_all(&dir)
-                    .map_err(|e| format!("cannot create cgroup {}: {e}", dir.display()))?;
+                fs::create_dir_all(&dir).map_err(|e| PathError::io("create cgroup", &dir, e))?;
                 write(&dir, "memory.limit_in_bytes", &bytes.to_string())?;
                 write(&dir, "memory.memsw.limit_in_bytes", &bytes.to_string())
             }
@@ -512,7 +508,7 @@ impl InvocationCgroup {
                     dir = dir.join(part);
                     match fs::create_dir(&dir) {
                         Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
-                            return Err(format!("cannot create cgroup {}: {e}", dir.display()));
+                            return Err(PathError::io("create cgroup", dir, e));
                         }
                         _ => {}
                     }
@@ -530,17 +526,21 @@ impl InvocationCgroup {
     /// killed process (the runtime's, gone by the time it is read), so the
     /// kernel's OOM notification on the parent is registered instead; v2
     /// counts kills hierarchically, in the parent's `memory.events`.
-    pub fn watch_oom(&self) -> Result<OomWatch, String> {
+    pub fn watch_oom(&self) -> Result<OomWatch, PathError> {
         match &self.cgroups.layout {
             Layout::V1 { memory, .. } => {
                 let dir = self.dir(memory);
-                let control = fs::File::open(dir.join("memory.oom_control")).map_err(|e| {
-                    format!("cannot open {}/memory.oom_control: {e}", dir.display())
-                })?;
+                let control_path = dir.join("memory.oom_control");
+                let control = fs::File::open(&control_path)
+                    .map_err(|e| PathError::io("open", control_path, e))?;
                 // SAFETY: eventfd has no memory preconditions; the result is checked.
                 let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
                 if raw < 0 {
-                    return Err(format!("eventfd: {}", io::Error::last_os_error()));
+                    return Err(PathError::io(
+                        "create an eventfd for the OOM events of",
+                        dir,
+                        io::Error::last_os_error(),
+                    ));
                 }
                 // SAFETY: `raw` is a fresh descriptor this process owns.
                 let events = unsafe { OwnedFd::from_raw_fd(raw) };
@@ -548,7 +548,7 @@ impl InvocationCgroup {
                     dir.join("cgroup.event_control"),
                     format!("{} {}", events.as_raw_fd(), control.as_raw_fd()),
                 )
-                .map_err(|e| format!("cannot watch OOM events of {}: {e}", dir.display()))?;
+                .map_err(|e| PathError::io("watch the OOM events of", &dir, e))?;
                 Ok(OomWatch::V1 {
                     events,
                     _control: control,
@@ -722,8 +722,8 @@ impl InvocationCgroup {
 
     /// Removes the container's cgroup (if the runtime left it) and the
     /// parent, in every hierarchy. A folder already gone is fine.
-    pub fn remove(&self) -> Result<(), String> {
-        self.try_remove().map_err(|(_, message)| message)
+    pub fn remove(&self) -> Result<(), PathError> {
+        self.try_remove()
     }
 
     /// [`Self::remove`], tried again for a while as long as the kernel
@@ -732,39 +732,34 @@ impl InvocationCgroup {
     /// takes a moment after they left its task list (measured: removal
     /// failing with EBUSY under a 32-job batch left an owner's record for
     /// the next sweep).
-    pub async fn remove_settled(&self) -> Result<(), String> {
+    pub async fn remove_settled(&self) -> Result<(), PathError> {
         let mut tries = 0;
         loop {
             match self.try_remove() {
                 Ok(()) => return Ok(()),
-                Err((true, _)) if tries < BUSY_TRIES => {
+                Err(e) if e.all_busy() && tries < BUSY_TRIES => {
                     tries += 1;
                     tokio::time::sleep(BUSY_PAUSE).await;
                 }
-                Err((_, message)) => return Err(message),
+                Err(e) => return Err(e),
             }
         }
     }
 
-    /// Removes every hierarchy's folder; on failure, whether every error
-    /// was the kernel's EBUSY, and what failed.
-    fn try_remove(&self) -> Result<(), (bool, String)> {
-        let mut problems = Vec::new();
-        let mut all_busy = true;
-        for hierarchy in &self.cgroups.hierarchies {
-            if let Err(e) = remove_tree(&self.dir(hierarchy)) {
-                all_busy &= e.raw_os_error() == Some(libc::EBUSY);
-                problems.push(format!("{}: {e}", self.dir(hierarchy).display()));
-            }
-        }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err((
-                all_busy,
-                format!("cannot remove cgroup {}", problems.join("; ")),
-            ))
-        }
+    /// Removes every hierarchy's folder, naming each that failed.
+    fn try_remove(&self) -> Result<(), PathError> {
+        let problems = self
+            .cgroups
+            .hierarchies
+            .iter()
+            .filter_map(|hierarchy| {
+                let dir = self.dir(hierarchy);
+                remove_tree(&dir)
+                    .err()
+                    .map(|e| PathError::io("remove cgroup", dir, e))
+            })
+            .collect();
+        PathError::collect(problems)
     }
 
     fn cpu_hierarchy(&self) -> &Path {

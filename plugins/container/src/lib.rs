@@ -3,7 +3,8 @@
 //! The Docker backend (`progscore-docker`, through the engine's API) and the
 //! daemonless OCI backend (`progscore-oci`, runc or runsc run directly) both
 //! give each invocation its own cgroup and read CPU time, peak memory, CPU
-//! waits and OOM kills from it ([`cgroup`]); both hold the program in a
+//! waits and OOM kills from it ([`cgroup`]), and name a host path they could
+//! not make or remove with one error ([`PathError`]); both hold the program in a
 //! private host folder bind-mounted read-only ([`workspace`]); both run their
 //! calls on a runtime of their own so that a dropped call can wait for its
 //! cleanup ([`guard`]), behind one `SandboxClient` face ([`facade`]); both
@@ -17,6 +18,7 @@ pub mod cgroup;
 pub mod facade;
 pub mod guard;
 pub mod output;
+pub mod path_error;
 pub mod schedule;
 pub mod window;
 pub mod workspace;
@@ -29,6 +31,7 @@ pub use cgroup::{
 pub use facade::{Backend, Guarded};
 pub use guard::{shut_down, spawn_guarded};
 pub use output::output_was_active;
+pub use path_error::PathError;
 pub use schedule::{Load, Running, Schedule, Slot};
 pub use window::{Killed, Measured, Program, Watched, Window, millis};
 pub use workspace::{

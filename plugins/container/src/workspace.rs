@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use progscore_sandbox::{CompileEvent, InvocationEvent, Outcome, RuntimeProfile, SandboxError};
 use sha2::{Digest, Sha256};
 
+use crate::path_error::PathError;
+
 /// A 0700 folder holding the program file (0444). The container sees only
 /// the file, bind-mounted read-only, so the folder can stay private to root.
 pub struct Workspace {
@@ -56,12 +58,12 @@ impl Workspace {
     }
 
     /// Removes the folder, reporting failure instead of swallowing it.
-    pub fn remove(mut self) -> Result<(), String> {
+    pub fn remove(mut self) -> Result<(), PathError> {
         match self.dir.take() {
             Some(dir) => {
-                let path = dir.path().display().to_string();
+                let path = dir.path().to_path_buf();
                 dir.close()
-                    .map_err(|e| format!("failed to remove workspace {path}: {e}"))
+                    .map_err(|e| PathError::io("remove workspace", path, e))
             }
             None => Ok(()),
         }

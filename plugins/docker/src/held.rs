@@ -122,7 +122,7 @@ pub(crate) async fn remove_leftover(
             )
         })?;
     match &leftover.cgroup {
-        Some(cgroup) => cgroup.remove_settled().await,
+        Some(cgroup) => cgroup.remove_settled().await.map_err(|e| e.to_string()),
         None => Ok(()),
     }
 }

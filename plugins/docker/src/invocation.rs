@@ -214,7 +214,7 @@ pub(crate) async fn run(
                 if let Some(cgroup) = &cgroup
                     && let Err(e) = cgroup.remove_settled().await
                 {
-                    warnings.push(e);
+                    warnings.push(e.to_string());
                 }
             }
             Err(fault) => {

@@ -271,7 +271,7 @@ impl Runner {
             }
         }
         if let Err(warning) = workspace.remove() {
-            warnings.push(warning);
+            warnings.push(warning.to_string());
         }
         // Nothing of a lost run is evidence: the engine is gone.
         let (events, compile) = ran?;

@@ -323,7 +323,7 @@ impl Inner {
             cases.ran(stop);
         }
         if let Err(warning) = workspace.remove() {
-            warnings.push(warning);
+            warnings.push(warning.to_string());
             left_behind = true;
         }
         if left_behind {

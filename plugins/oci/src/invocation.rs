@@ -221,7 +221,9 @@ fn prepare(
         ),
     )
     .map_err(|e| format!("cannot write bundle {}: {e}", bundle_dir.display()))?;
-    cgroup.create_with_memory_limit(context.limits().memory_bytes)?;
+    cgroup
+        .create_with_memory_limit(context.limits().memory_bytes)
+        .map_err(|e| e.to_string())?;
     let placement = Placement {
         rootfs: &context.image.rootfs,
         image_env: &context.image.env,
@@ -269,7 +271,7 @@ pub(crate) async fn remove(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     if let Err(e) = cgroup.remove_settled().await {
-        problems.push(e);
+        problems.push(e.to_string());
     }
     match std::fs::remove_dir_all(bundle_dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => problems.push(format!(
@@ -358,7 +360,7 @@ impl Lifecycle<'_, '_> {
         }
         let runtime = self.context.runtime;
         let bound = self.context.options.runtime_timeout;
-        let oom = self.cgroup.watch_oom()?;
+        let oom = self.cgroup.watch_oom().map_err(|e| e.to_string())?;
         let pid_file = self.bundle_dir.join("pid");
         let mut command = runtime.command();
         command

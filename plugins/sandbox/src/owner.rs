@@ -304,16 +304,16 @@ impl DeadOwner {
 
     /// Removes the owner's folder (its workspaces) and then its lock file:
     /// call once its other leftovers (containers...) are gone.
-    pub fn forget(self) -> Result<(), String> {
+    pub fn forget(self) -> Result<(), OwnerError> {
         match fs::remove_dir_all(&self.dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(format!(
-                    "cannot remove the workspaces of dead owner {}: {}: {e}",
-                    self.name,
-                    self.dir.display()
-                ));
+            Err(source) => {
+                return Err(OwnerError::Io {
+                    what: "cannot remove a dead owner's workspaces",
+                    path: self.dir.display().to_string(),
+                    source,
+                });
             }
         }
         let removed = fs::remove_file(&self.lock_path);
@@ -321,7 +321,11 @@ impl DeadOwner {
         match removed {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(format!("cannot remove {}: {e}", self.lock_path.display())),
+            Err(source) => Err(OwnerError::Io {
+                what: "cannot remove a dead owner's lock",
+                path: self.lock_path.display().to_string(),
+                source,
+            }),
         }
     }
 }
