@@ -669,7 +669,8 @@ async fn an_engine_that_stays_gone_refuses_the_run() {
     let invocations = [Invocation::default()];
     let run = client.execute(program.as_bytes(), RUNC, &invocations);
     let outage = async {
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // The program is running (and will for 30 s) when the engine goes.
+        wait_for_running_container_of(client.owner()).await;
         proxy.stop();
     };
     let (run, ()) = tokio::join!(run, outage);
@@ -708,8 +709,13 @@ async fn owned_by(owner: &str) -> Vec<String> {
 
 /// Returns once the client has a container running.
 async fn wait_for_owned_container(h: &Harness) {
+    wait_for_running_container_of(h.client.owner()).await;
+}
+
+/// Returns once a client of `owner` has a container running.
+async fn wait_for_running_container_of(owner: &str) {
     for _ in 0..400 {
-        let owned = owned_by(h.client.owner()).await;
+        let owned = owned_by(owner).await;
         if !owned.is_empty() {
             let state = docker()
                 .inspect_container(&owned[0], None::<InspectContainerOptions>)
