@@ -19,8 +19,8 @@ use progscore_scoring::EvidenceUse;
 use tokio::sync::watch;
 
 use crate::gatherings::{GatherKey, Gathering};
-use crate::job::{Executed, JobError, Part, ProgramJob, check_job};
-use crate::run::run_alone;
+use crate::job::{Executed, JobError, Part, ProgramJob};
+use crate::run::{admit, run_alone};
 use crate::state::AppState;
 
 /// Where a request goes.
@@ -53,13 +53,7 @@ pub(crate) async fn execute_gathered(
     job: ProgramJob,
     field: &(dyn Fn(Part) -> String + Sync),
 ) -> Result<Executed, JobError> {
-    if state.is_draining() {
-        return Err(JobError::Cancelled);
-    }
-    let Some((profile, _)) = state.served(&job.profile) else {
-        return run_alone(state, job, field).await;
-    };
-    check_job(state.settings(), profile, &job, field).map_err(JobError::Invalid)?;
+    admit(state, &job, field)?;
     let key = (job.profile.clone(), sha256_hex(&job.program));
     let invocation = job.invocations[0].clone();
     // Decided under the lock, acted on after it (a guard is not held

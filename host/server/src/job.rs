@@ -5,7 +5,7 @@
 //! own field names ([`Part`]).
 
 use progscore_runtime::serve::ServeSettings;
-use progscore_sandbox::{Invocation, RuntimeProfile};
+use progscore_sandbox::{ByteString, Invocation, RuntimeProfile};
 use progscore_scoring::evidence::Observation;
 use progscore_scoring::{Score, ScoringExpectation};
 
@@ -28,6 +28,30 @@ pub struct ProgramJob {
     pub expectation: Option<ScoringExpectation>,
     /// The caller's item id, recorded with the score.
     pub item_id: Option<String>,
+}
+
+impl ProgramJob {
+    /// `program` run once under `profile` with `args` and `stdin`, scored
+    /// "it exits 0", its stored evidence reused: what the run-and-report
+    /// dialects ask for.
+    pub fn run_once(
+        program: Vec<u8>,
+        profile: impl Into<String>,
+        args: Vec<String>,
+        stdin: Option<Vec<u8>>,
+    ) -> ProgramJob {
+        ProgramJob {
+            program,
+            profile: profile.into(),
+            invocations: vec![Invocation {
+                args,
+                stdin: stdin.map(ByteString),
+            }],
+            fresh: false,
+            expectation: None,
+            item_id: None,
+        }
+    }
 }
 
 /// What came of it.

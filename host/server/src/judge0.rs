@@ -33,7 +33,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use progscore_sandbox::{ByteString, CapturedStream, Invocation, Outcome};
+use progscore_sandbox::{CapturedStream, Outcome};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -447,17 +447,12 @@ fn job_of(request: &StoredRequest) -> ProgramJob {
         .as_deref()
         .map(|line| line.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default();
-    ProgramJob {
-        program: decode(&request.source_code).unwrap_or_default(),
-        profile: request.profile.clone(),
-        invocations: vec![Invocation {
-            args,
-            stdin: bytes(&request.stdin).map(ByteString),
-        }],
-        fresh: false,
-        expectation: None,
-        item_id: None,
-    }
+    ProgramJob::run_once(
+        decode(&request.source_code).unwrap_or_default(),
+        request.profile.clone(),
+        args,
+        bytes(&request.stdin),
+    )
 }
 
 fn field_name(part: Part) -> String {
@@ -1103,6 +1098,8 @@ async fn config_info(State(state): State<Arc<AppState>>) -> Json<Value> {
 
 #[cfg(test)]
 mod tests {
+    use progscore_sandbox::ByteString;
+
     use super::*;
 
     fn stream(text: &str, truncated: bool) -> CapturedStream {

@@ -27,7 +27,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use progscore_sandbox::{ByteString, Invocation, InvocationEvent, Outcome};
+use progscore_sandbox::{InvocationEvent, Outcome};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -176,17 +176,12 @@ async fn execute_route(
             ));
         }
     };
-    let job = ProgramJob {
+    let job = ProgramJob::run_once(
         program,
-        profile: profile.to_string(),
-        invocations: vec![Invocation {
-            args: request.args,
-            stdin: request.stdin.map(|s| ByteString(s.into_bytes())),
-        }],
-        fresh: false,
-        expectation: None,
-        item_id: None,
-    };
+        profile,
+        request.args,
+        request.stdin.map(String::into_bytes),
+    );
     let field = |part: Part| match part {
         Part::Program => "files[0].content".to_string(),
         Part::Invocations => "language".to_string(),

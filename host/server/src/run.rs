@@ -9,20 +9,23 @@
 
 use std::sync::Arc;
 
-use progscore_sandbox::Invocation;
+use progscore_sandbox::{Invocation, RuntimeProfile};
 use progscore_scoring::{ProgramInput, ScoreRequest, ScoringError, ScoringExpectation};
 
 use crate::error::ApiError;
 use crate::job::{Executed, JobError, Part, ProgramJob, check_job};
-use crate::queue::QueueRefusal;
+use crate::queue::{ProfileQueue, QueueRefusal};
 use crate::state::AppState;
 
-/// Runs `job` as one run of its own.
-pub(crate) async fn run_alone(
-    state: &Arc<AppState>,
-    job: ProgramJob,
+/// The checks every job passes before it runs, alone or gathered: the
+/// server is not draining, the job's profile is served here, and the job is
+/// within the served maxima and the profile's delivery limits. The served
+/// profile and its queue.
+pub(crate) fn admit<'s>(
+    state: &'s AppState,
+    job: &ProgramJob,
     field: &(dyn Fn(Part) -> String + Sync),
-) -> Result<Executed, JobError> {
+) -> Result<(&'s RuntimeProfile, &'s ProfileQueue), JobError> {
     if state.is_draining() {
         return Err(JobError::Cancelled);
     }
@@ -36,7 +39,17 @@ pub(crate) async fn run_alone(
             ),
         )));
     };
-    check_job(state.settings(), profile, &job, field).map_err(JobError::Invalid)?;
+    check_job(state.settings(), profile, job, field).map_err(JobError::Invalid)?;
+    Ok((profile, queue))
+}
+
+/// Runs `job` as one run of its own.
+pub(crate) async fn run_alone(
+    state: &Arc<AppState>,
+    job: ProgramJob,
+    field: &(dyn Fn(Part) -> String + Sync),
+) -> Result<Executed, JobError> {
+    let (_, queue) = admit(state, &job, field)?;
     let asked = std::time::Instant::now();
     let turn = queue.turn().await.map_err(|refusal| {
         state

@@ -28,7 +28,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use progscore_sandbox::{ByteString, CapturedStream, Invocation, InvocationEvent, Outcome};
+use progscore_sandbox::{CapturedStream, InvocationEvent, Outcome};
 use serde::{Deserialize, Serialize};
 
 use crate::body::JsonBody;
@@ -156,17 +156,12 @@ async fn run_code(
         )
         .into_response();
     }
-    let job = ProgramJob {
-        program: request.code.into_bytes(),
-        profile: profile.to_string(),
-        invocations: vec![Invocation {
-            args: Vec::new(),
-            stdin: request.stdin.map(|s| ByteString(s.into_bytes())),
-        }],
-        fresh: false,
-        expectation: None,
-        item_id: None,
-    };
+    let job = ProgramJob::run_once(
+        request.code.into_bytes(),
+        profile,
+        Vec::new(),
+        request.stdin.map(String::into_bytes),
+    );
     let field = |part: Part| match part {
         Part::Program => "code".to_string(),
         Part::Invocations | Part::Args(_) => "language".to_string(),
