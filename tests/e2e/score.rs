@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use progscore_e2e::{Dir, result_lines, stderr, stdout, verdict};
+use progscore_test_kit::leftovers::OwnersPresent;
 
 fn examples() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
@@ -414,6 +415,7 @@ fn an_interrupted_batch_cleans_up_and_resumes_without_running_anything_twice() {
         })
         .collect();
     dir.write("slow.jsonl", items.join("\n"));
+    let before = OwnersPresent::now();
     let child = dir
         .command()
         .args(["score", "slow.jsonl", "--jobs", "2", "--out", "first.jsonl"])
@@ -421,6 +423,7 @@ fn an_interrupted_batch_cleans_up_and_resumes_without_running_anything_twice() {
         .spawn()
         .expect("start progscore");
     let pid = child.id();
+    let started = before.then_started(pid);
     // Interrupt once the first result is written (a fresh machine first
     // compiles the comparators, so a fixed delay would not do).
     let first_path = dir.path().join("first.jsonl");
@@ -438,24 +441,8 @@ fn an_interrupted_batch_cleans_up_and_resumes_without_running_anything_twice() {
     }
     let output = child.wait_with_output().expect("wait");
     assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
-    let left = std::process::Command::new("docker")
-        .args([
-            "ps",
-            "-a",
-            "--filter",
-            "label=progscore.owner",
-            "--format",
-            "{{.Names}} {{.Label \"progscore.owner\"}}",
-        ])
-        .output()
-        .expect("docker ps");
-    let left = String::from_utf8_lossy(&left.stdout).to_string();
-    // Every container of that process carries progscore.owner=progscore-<pid>-...
-    let pid_tag = format!("progscore-{pid}-");
-    assert!(
-        !left.lines().any(|l| l.contains(&pid_tag)),
-        "containers left: {left}"
-    );
+    // Nothing of that process is left: containers, cgroups, processes.
+    assert_eq!(started.leftovers(), Vec::<String>::new());
     let first = result_lines(&std::fs::read_to_string(dir.path().join("first.jsonl")).unwrap());
     assert!(
         !first.is_empty() && first.len() < 8,
