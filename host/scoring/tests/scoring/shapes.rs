@@ -73,12 +73,25 @@ fn the_attempt_key_ignores_expected_results_but_not_inputs_or_profile() {
 
 #[test]
 fn a_score_future_can_be_spawned_on_a_multi_threaded_runtime() {
-    fn assert_send<T: Send>(_: &T) {}
-    let setup = Setup::square();
-    let future = setup
-        .scorer
-        .score(inline(SQUARE, expect("python", &[(&["3"], "9")])));
-    assert_send(&future);
+    let setup = std::sync::Arc::new(Setup::square());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // Spawned (so Send and 'static), it runs on the runtime's workers and
+    // comes back with its verdict.
+    let task = runtime.spawn({
+        let setup = setup.clone();
+        async move {
+            setup
+                .scorer
+                .score(inline(SQUARE, expect("python", &[(&["3"], "9")])))
+                .await
+        }
+    });
+    let score = runtime.block_on(task).unwrap().unwrap();
+    assert_eq!(score.value, Some(true), "{score:?}");
 }
 
 #[test]
