@@ -215,17 +215,7 @@ fn join(language: &str, prompt: &str, solution: &str, tests: &str) -> String {
         }
     }
     if language == "go" {
-        let package = prompt.lines().next().unwrap_or_default();
-        let mut lines: Vec<String> = solution
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("package "))
-            .map(str::to_string)
-            .collect();
-        lines.insert(0, package.to_string());
-        if !solution.contains("\"testing\"") {
-            lines.insert(1, "import \"testing\"".to_string());
-        }
-        solution = lines.join("\n");
+        return go_program(prompt, &solution, &tests);
     } else {
         let imports: String = prompt
             .lines()
@@ -241,6 +231,63 @@ fn join(language: &str, prompt: &str, solution: &str, tests: &str) -> String {
     format!("{solution}\n{tests}")
 }
 
+/// A Go test file of the solution and the tests, as `go test` compiles it:
+/// the prompt's package; the solution's own tests go (MultiPL-E's may share
+/// their names); and one import block of every package the file uses,
+/// from the solution's imports, the prompt's, and `testing` and `fmt`
+/// (which the tests use), for Go refuses both a missing and an unused one.
+fn go_program(prompt: &str, solution: &str, tests: &str) -> String {
+    let package = prompt.lines().next().unwrap_or_default();
+    let (solution, mut specs) = go_imports(&without_functions(solution, &["func Test"]));
+    let (_, prompt_specs) = go_imports(prompt);
+    specs.extend(prompt_specs);
+    specs.extend(["\"testing\"".to_string(), "\"fmt\"".to_string()]);
+    let body: String = format!("{solution}\n{tests}")
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("package "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let mut used: Vec<String> = Vec::new();
+    for spec in specs {
+        // `alias "path/name"` or `"path/name"`: the name the code calls.
+        let path = spec.trim_matches(|c: char| c != '"').trim_matches('"');
+        let name = match spec.split_whitespace().next() {
+            Some(alias) if !alias.starts_with('"') => alias.to_string(),
+            _ => path.rsplit('/').next().unwrap_or(path).to_string(),
+        };
+        if body.contains(&format!("{name}.")) && !used.contains(&spec) {
+            used.push(spec);
+        }
+    }
+    let imports: String = used.iter().map(|s| format!("    {s}\n")).collect();
+    format!("{package}\n\nimport (\n{imports})\n\n{body}")
+}
+
+/// `text` without its import declarations, and their specs (`"fmt"`,
+/// `str "strings"`).
+fn go_imports(text: &str) -> (String, Vec<String>) {
+    let mut specs = Vec::new();
+    let mut kept = Vec::new();
+    let mut in_block = false;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if in_block {
+            if trimmed.starts_with(')') {
+                in_block = false;
+            } else if !trimmed.is_empty() && !trimmed.starts_with("//") {
+                specs.push(trimmed.to_string());
+            }
+        } else if trimmed == "import (" || trimmed == "import(" {
+            in_block = true;
+        } else if let Some(spec) = trimmed.strip_prefix("import ") {
+            specs.push(spec.trim().to_string());
+        } else {
+            kept.push(line);
+        }
+    }
+    (kept.join("\n"), specs)
+}
+
 /// The solution without its own entry point (the lines from its `main` to
 /// the brace that closes it), for the languages whose tests bring one.
 fn without_main(language: &str, solution: &str) -> String {
@@ -254,36 +301,47 @@ fn without_main(language: &str, solution: &str) -> String {
         "go" => &["func main("],
         _ => return solution.to_string(),
     };
-    let lines: Vec<&str> = solution.lines().collect();
-    let Some(start) = lines.iter().position(|l| {
-        starts
-            .iter()
-            .any(|s| l.replace(' ', "").contains(&s.replace(' ', "")))
-    }) else {
-        return solution.to_string();
-    };
-    let mut depth = 0i32;
-    let mut opened = false;
-    let mut end = lines.len() - 1;
-    'lines: for (i, line) in lines.iter().enumerate().skip(start) {
-        for c in line.chars() {
-            match c {
-                '{' => {
-                    depth += 1;
-                    opened = true;
+    without_functions(solution, starts)
+}
+
+/// `solution` without every function whose first line holds one of
+/// `starts` (spaces ignored): the lines from it to its closing brace.
+fn without_functions(solution: &str, starts: &[&str]) -> String {
+    let mut lines: Vec<&str> = solution.lines().collect();
+    let starts: Vec<String> = starts.iter().map(|s| s.replace(' ', "")).collect();
+    let mut from = 0;
+    while let Some(start) = lines
+        .iter()
+        .skip(from)
+        .position(|l| {
+            let bare = l.replace(' ', "");
+            starts.iter().any(|s| bare.contains(s.as_str()))
+        })
+        .map(|i| i + from)
+    {
+        let mut depth = 0i32;
+        let mut opened = false;
+        let mut end = lines.len() - 1;
+        'lines: for (i, line) in lines.iter().enumerate().skip(start) {
+            for c in line.chars() {
+                match c {
+                    '{' => {
+                        depth += 1;
+                        opened = true;
+                    }
+                    '}' => depth -= 1,
+                    _ => {}
                 }
-                '}' => depth -= 1,
-                _ => {}
-            }
-            if opened && depth == 0 {
-                end = i;
-                break 'lines;
+                if opened && depth == 0 {
+                    end = i;
+                    break 'lines;
+                }
             }
         }
+        lines.drain(start..=end);
+        from = start;
     }
-    let mut kept: Vec<&str> = lines[..start].to_vec();
-    kept.extend_from_slice(&lines[end + 1..]);
-    kept.join("\n")
+    lines.join("\n")
 }
 
 /// How many copies of the trivial program the baseline runs.
