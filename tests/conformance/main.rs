@@ -256,6 +256,7 @@ battery!(
     a_program_that_does_not_compile_is_a_compile_error,
     a_compile_past_its_limits_is_a_compile_error,
     a_compiler_saying_the_disk_is_full_is_judged_by_the_disk_it_used,
+    a_programs_own_limits_apply_and_nothing_else_may_change,
 );
 
 /// A program that is its own build script: with `--build` it runs `build`,
@@ -885,4 +886,62 @@ for path in ['/proc/self/attr/apparmor/current', '/proc/self/attr/current']:
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A program that brings its own limits runs under a variant of its profile
+/// (`SandboxClient::execute_variant`): the same program that fits the
+/// profile's memory and time is stopped by the tighter ones. A "variant"
+/// that changes more than limits is refused.
+async fn a_programs_own_limits_apply_and_nothing_else_may_change(kind: Kind) {
+    let program = "import sys, time\nif sys.argv[1] == 'memory':\n    try:\n        x = b'x' * (100 << 20)\n        print('allocated')\n    except MemoryError:\n        print('caught')\nelse:\n    time.sleep(1.5)\n    print('slept')\n";
+    let invocations = [
+        Invocation::with_args(["memory"]),
+        Invocation::with_args(["sleep"]),
+    ];
+    let client = client(kind).await;
+    let profile = client.profile(kind.profile()).expect("the kind's profile");
+    let plain = client
+        .execute(program.as_bytes(), kind.profile(), &invocations)
+        .await
+        .unwrap_or_else(|e| panic!("{kind:?}: refused: {e}"));
+    for event in &plain.events {
+        assert_eq!(
+            event.outcome,
+            Outcome::Exited { exit_code: 0 },
+            "{kind:?}: {plain:?}"
+        );
+    }
+    assert_eq!(plain.events[0].stdout.data.to_string_lossy(), "allocated\n");
+
+    let tight = progscore_sandbox::PartialLimitsSpec {
+        memory: Some("64MiB".into()),
+        timeout: Some("700ms".into()),
+        ..Default::default()
+    };
+    let variant = profile.with_limits(Some(&tight), None).expect("a variant");
+    let run = client
+        .execute_variant(program.as_bytes(), &variant, &invocations)
+        .await
+        .unwrap_or_else(|e| panic!("{kind:?}: variant refused: {e}"));
+    if kind.is_wasi() {
+        assert_eq!(out(&run), "caught\n", "{kind:?}: {run:?}");
+    } else {
+        assert_eq!(
+            run.events[0].outcome,
+            Outcome::MemoryLimit,
+            "{kind:?}: {run:?}"
+        );
+    }
+    assert_wall_timeout(kind, &run.events[1].outcome, &run);
+
+    let mut other = variant.clone();
+    other.command.push("-u".into());
+    let err = client
+        .execute_variant(program.as_bytes(), &other, &invocations)
+        .await
+        .expect_err("a changed command is not a variant");
+    assert!(
+        err.to_string().contains("limits, nothing else"),
+        "{kind:?}: {err}"
+    );
 }

@@ -192,6 +192,18 @@ impl SandboxClient for Backends {
         }
     }
 
+    fn execute_variant<'a>(
+        &'a self,
+        program: &'a [u8],
+        variant: &'a RuntimeProfile,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        match self.route(&variant.name) {
+            Ok(client) => client.execute_variant(program, variant, invocations),
+            Err(error) => Box::pin(async move { Err(error) }),
+        }
+    }
+
     fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
         match self.route(profile) {
             Ok(client) => client.preflight(profile),

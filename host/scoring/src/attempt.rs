@@ -34,6 +34,10 @@ pub struct Attempt {
     pub program_sha256: String,
     /// The invocations, in order.
     pub invocations: Vec<Invocation>,
+    /// The profile with the program's own limits, when it brings any: the
+    /// run goes to the backend as this variant (its limits are in the
+    /// fingerprint, so in the key).
+    pub variant: Option<RuntimeProfile>,
 }
 
 #[derive(Serialize)]
@@ -85,7 +89,14 @@ impl Attempt {
             profile_fingerprint,
             program_sha256: program_sha256.to_string(),
             invocations,
+            variant: None,
         })
+    }
+
+    /// The same attempt, run as `variant` (see [`Attempt::variant`]).
+    pub fn with_variant(mut self, variant: Option<RuntimeProfile>) -> Self {
+        self.variant = variant;
+        self
     }
 
     /// The id a clean run of this attempt is stored under.

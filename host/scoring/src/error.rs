@@ -2,7 +2,7 @@
 //! faults of the store. None of them is a verdict.
 
 use progscore_evidence::StoreError;
-use progscore_sandbox::SandboxError;
+use progscore_sandbox::{ProfileError, SandboxError};
 use thiserror::Error;
 
 use crate::comparator::ComparatorRefusal;
@@ -76,6 +76,16 @@ pub enum ExpectationError {
         /// The expected code as written.
         value: i64,
     },
+    /// The program's own limits cannot be applied to its profile.
+    #[error("{section}{}: {message}", field.map(|f| format!(".{f}")).unwrap_or_default())]
+    Limits {
+        /// `limits` or `compile_limits`.
+        section: &'static str,
+        /// The key at fault, when one is.
+        field: Option<&'static str>,
+        /// What is wrong.
+        message: String,
+    },
     /// An invocation cannot be delivered to a program as given.
     #[error("case {case} invocation `{field}` {message}")]
     Invocation {
@@ -88,6 +98,33 @@ pub enum ExpectationError {
 }
 
 impl ExpectationError {
+    /// The refusal of a program's own limits, from the profile's check.
+    pub(crate) fn limits(error: ProfileError) -> ExpectationError {
+        match error {
+            ProfileError::BadLimit {
+                section,
+                field,
+                value,
+                reason,
+                ..
+            } => ExpectationError::Limits {
+                section,
+                field: Some(field),
+                message: format!("{value:?} {reason}"),
+            },
+            ProfileError::CompileLimitsWithoutCompile { profile } => ExpectationError::Limits {
+                section: "compile_limits",
+                field: None,
+                message: format!("profile `{profile}` has no compile step"),
+            },
+            other => ExpectationError::Limits {
+                section: "limits",
+                field: None,
+                message: other.to_string(),
+            },
+        }
+    }
+
     /// Where in the expectation the fault is, as a path from the
     /// expectation's root (`conditions[0].program_behaves.cases[0].invocation.args[1]`).
     pub fn field_path(&self) -> String {
@@ -102,6 +139,10 @@ impl ExpectationError {
             ExpectationError::ExitCode { case, .. } => {
                 format!("{behaves}.cases[{case}].expected.exit_code")
             }
+            ExpectationError::Limits { section, field, .. } => match field {
+                Some(field) => format!("{behaves}.{section}.{field}"),
+                None => format!("{behaves}.{section}"),
+            },
             ExpectationError::Invocation { case, field, .. } => {
                 format!("{behaves}.cases[{case}].invocation.{field}")
             }
@@ -133,6 +174,13 @@ pub enum ReplayRefusal {
         stored: String,
         /// The profile the expectation names.
         expected: String,
+    },
+    /// The expectation asks for limits the observation did not run under.
+    #[error("observation {id} ran under other limits than the expectation's: {detail}")]
+    OtherLimits {
+        id: String,
+        /// Which limits differ.
+        detail: String,
     },
     /// The expectation's invocations are not the ones that ran.
     #[error("observation {id} ran other invocations than the expectation's: {detail}")]

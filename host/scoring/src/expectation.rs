@@ -1,6 +1,6 @@
 //! What a program is expected to do: the serde shapes users write.
 
-use progscore_sandbox::{Invocation, canonical_json, sha256_hex};
+use progscore_sandbox::{Invocation, PartialLimitsSpec, canonical_json, sha256_hex};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -29,6 +29,15 @@ pub enum Condition {
 pub struct ProgramBehaves {
     /// A configured profile's name.
     pub profile: String,
+    /// The program's own limits for its cases, over the profile's (the keys
+    /// of a profile's `limits`; `cpus` stays the profile's). A run under
+    /// other limits is another attempt: its evidence is its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<PartialLimitsSpec>,
+    /// The program's own limits for its compile, over the profile's
+    /// `compile_limits` (a profile with a compile step only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile_limits: Option<PartialLimitsSpec>,
     /// The cases, in order; each is one invocation.
     pub cases: Vec<ProgramCase>,
 }
@@ -166,9 +175,26 @@ impl ScoringExpectation {
         ScoringExpectation {
             conditions: vec![Condition::ProgramBehaves(ProgramBehaves {
                 profile: profile.into(),
+                limits: None,
+                compile_limits: None,
                 cases,
             })],
         }
+    }
+
+    /// The same expectation with the program's own limits for its cases
+    /// and its compile (see [`ProgramBehaves::limits`]) on its
+    /// `program_behaves` condition.
+    pub fn with_limits(
+        mut self,
+        limits: Option<PartialLimitsSpec>,
+        compile_limits: Option<PartialLimitsSpec>,
+    ) -> Self {
+        for Condition::ProgramBehaves(behaves) in &mut self.conditions {
+            behaves.limits = limits.clone();
+            behaves.compile_limits = compile_limits.clone();
+        }
+        self
     }
 
     /// The canonical JSON form (sorted keys, full-form text conditions).

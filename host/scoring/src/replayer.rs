@@ -1,6 +1,7 @@
 //! The replayer: scores stored evidence without any sandbox (replay,
 //! rescore), one or many at a time.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -8,7 +9,7 @@ use progscore_evidence::{
     EvidenceStore, Observation, ObservationFilter, ScoreOrigin, ScoreRecord, StoreError,
     StoredScore,
 };
-use progscore_sandbox::{Invocation, RuntimeProfile, sha256_hex};
+use progscore_sandbox::{Invocation, Limits, PartialLimitsSpec, RuntimeProfile, sha256_hex};
 use rayon::prelude::*;
 
 use crate::attempt::{Attempt, SOURCE_IDENTITY, attempt_key, belongs_to_attempt};
@@ -202,12 +203,12 @@ impl Replayer {
             ProgramInput::Inline(bytes) => sha256_hex(bytes),
             ProgramInput::Stored { sha256 } => sha256.clone(),
         };
-        let attempt = Attempt::new(profile, &program_sha256, invocations_of(behaves))?;
+        let attempt = Attempt::new(&profile, &program_sha256, invocations_of(behaves))?;
         let previous = match &request.item_id {
             Some(item_id) => self.store.latest_score_for_item(item_id)?,
             None => None,
         };
-        let observation = self.attempt_evidence(profile, &attempt)?;
+        let observation = self.attempt_evidence(&profile, &attempt)?;
         let draft = self.draft(
             request.item_id,
             ScoreOrigin::Rescore,
@@ -226,7 +227,7 @@ impl Replayer {
     pub(crate) fn validate<'e>(
         &self,
         expectation: &'e ScoringExpectation,
-    ) -> Result<(&'e ProgramBehaves, &RuntimeProfile), ExpectationError> {
+    ) -> Result<(&'e ProgramBehaves, Cow<'_, RuntimeProfile>), ExpectationError> {
         let behaves = self.validate_conditions(expectation)?;
         let profile = self
             .profiles
@@ -242,6 +243,16 @@ impl Replayer {
                     .collect::<Vec<_>>()
                     .join(", "),
             })?;
+        // The program's own limits make a variant of the profile (checked
+        // as the profile's own are).
+        let profile = match (&behaves.limits, &behaves.compile_limits) {
+            (None, None) => Cow::Borrowed(profile),
+            (limits, compile_limits) => Cow::Owned(
+                profile
+                    .with_limits(limits.as_ref(), compile_limits.as_ref())
+                    .map_err(ExpectationError::limits)?,
+            ),
+        };
         // An invocation the program cannot be given is the line's fault,
         // found before anything runs.
         profile
@@ -336,6 +347,7 @@ impl Replayer {
             }
             .into());
         }
+        check_limits(behaves, &stored)?;
         let invocations = invocations_of(behaves);
         if invocations != stored.invocations {
             let detail = if invocations.len() != stored.invocations.len() {
@@ -483,4 +495,54 @@ pub(crate) fn invocations_of(behaves: &ProgramBehaves) -> Vec<Invocation> {
         .iter()
         .map(|case| case.invocation.clone())
         .collect()
+}
+
+/// Refuses a replay whose expectation writes a limit (its own `limits` or
+/// `compile_limits`) other than the one the observation ran under: a
+/// verdict under other limits could differ. Limits the expectation leaves
+/// to the profile are not compared (the configured profile may have changed
+/// since; the observation says what ran).
+fn check_limits(behaves: &ProgramBehaves, stored: &Observation) -> Result<(), ScoringError> {
+    let sections: [(
+        &'static str,
+        &Option<PartialLimitsSpec>,
+        Option<&serde_json::Value>,
+    ); 2] = [
+        (
+            "limits",
+            &behaves.limits,
+            stored.profile_fingerprint.get("limits"),
+        ),
+        (
+            "compile_limits",
+            &behaves.compile_limits,
+            stored
+                .profile_fingerprint
+                .get("compile")
+                .and_then(|compile| compile.get("limits")),
+        ),
+    ];
+    for (section, asked, ran) in sections {
+        let Some(asked) = asked else { continue };
+        let differs = |detail: String| ReplayRefusal::OtherLimits {
+            id: stored.id.clone(),
+            detail,
+        };
+        let Some(ran) = ran.and_then(|ran| serde_json::from_value::<Limits>(ran.clone()).ok())
+        else {
+            return Err(differs(format!("it ran with no {section}")).into());
+        };
+        let changed = ran
+            .changed(&stored.profile, section, asked)
+            .map_err(ExpectationError::limits)?;
+        if changed != ran {
+            return Err(differs(format!(
+                "{section} asked {}, ran under {}",
+                serde_json::to_string(asked)?,
+                serde_json::to_string(&ran.to_spec())?
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }

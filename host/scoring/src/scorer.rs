@@ -1,5 +1,6 @@
 //! The scorer: validation, preflight, evidence, verdict, record.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use progscore_evidence::{ScoreOrigin, StoreError};
@@ -96,17 +97,24 @@ impl ProgramExecutionScorer {
         let program_sha256 = sha256_hex(&program);
         // The attempt is keyed by what will really run: the fingerprint with
         // what the backend resolved (the engine's default runtime...).
-        let fingerprint = self
+        // A variant (the program's own limits) is keyed by its own
+        // fingerprint with what the backend resolved for its profile.
+        let resolved = self
             .preflight(&profile.name)
             .await
             .map_err(ScoringError::Refused)?
             .fingerprint;
+        let (fingerprint, variant) = match profile {
+            Cow::Borrowed(_) => (resolved, None),
+            Cow::Owned(variant) => (variant.fingerprint_resolved_as(&resolved), Some(variant)),
+        };
         let attempt = Attempt::from_parts(
-            &profile.name,
+            &behaves.profile,
             fingerprint,
             &program_sha256,
             invocations_of(behaves),
-        )?;
+        )?
+        .with_variant(variant);
         let evidence = self
             .source
             .observe(&attempt, &program, request.fresh, &request.cancel)

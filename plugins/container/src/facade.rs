@@ -116,6 +116,54 @@ impl<B: Backend> Guarded<B> {
     }
 }
 
+/// The profile a call runs under: one of the backend's, or a variant of
+/// one with other limits.
+enum Chosen {
+    Named(String),
+    Variant(Box<RuntimeProfile>),
+}
+
+impl<B: Backend> Guarded<B> {
+    fn run_guarded<'a>(
+        &'a self,
+        program: &'a [u8],
+        chosen: Chosen,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        let backend = self.backend.clone();
+        let program = program.to_vec();
+        let invocations = invocations.to_vec();
+        let cleanup_bound = self.backend.cleanup_bound();
+        let task = spawn_guarded(self.runtime(), cleanup_bound, |token| async move {
+            // Not done if the task is dropped mid-cleanup (its bound overran
+            // and the client stopped): the owner's record then stays, so the
+            // next start's sweep finds what the call left.
+            let cleanup = backend.owner().cleanup_pending();
+            let run = async {
+                let profile = match &chosen {
+                    Chosen::Named(name) => backend.profile(name)?,
+                    Chosen::Variant(variant) => {
+                        if !backend.profile(&variant.name)?.is_variant(variant) {
+                            return Err(SandboxError::not_a_variant(variant, false));
+                        }
+                        variant
+                    }
+                };
+                profile.check_invocations(&invocations)?;
+                backend.run(&program, profile, &invocations, &token).await
+            }
+            .await;
+            cleanup.done();
+            run
+        });
+        Box::pin(async move {
+            task.await.map_err(|e| SandboxError::Setup {
+                message: format!("the sandbox task failed: {e}"),
+            })?
+        })
+    }
+}
+
 impl<B: Backend> Drop for Guarded<B> {
     fn drop(&mut self) {
         // No call can be in flight here (calls borrow the client), but a
@@ -140,30 +188,16 @@ impl<B: Backend> SandboxClient for Guarded<B> {
         profile: &'a str,
         invocations: &'a [Invocation],
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        let backend = self.backend.clone();
-        let program = program.to_vec();
-        let profile = profile.to_string();
-        let invocations = invocations.to_vec();
-        let cleanup_bound = self.backend.cleanup_bound();
-        let task = spawn_guarded(self.runtime(), cleanup_bound, |token| async move {
-            // Not done if the task is dropped mid-cleanup (its bound overran
-            // and the client stopped): the owner's record then stays, so the
-            // next start's sweep finds what the call left.
-            let cleanup = backend.owner().cleanup_pending();
-            let run = async {
-                let profile = backend.profile(&profile)?;
-                profile.check_invocations(&invocations)?;
-                backend.run(&program, profile, &invocations, &token).await
-            }
-            .await;
-            cleanup.done();
-            run
-        });
-        Box::pin(async move {
-            task.await.map_err(|e| SandboxError::Setup {
-                message: format!("the sandbox task failed: {e}"),
-            })?
-        })
+        self.run_guarded(program, Chosen::Named(profile.to_string()), invocations)
+    }
+
+    fn execute_variant<'a>(
+        &'a self,
+        program: &'a [u8],
+        variant: &'a RuntimeProfile,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        self.run_guarded(program, Chosen::Variant(Box::new(variant.clone())), invocations)
     }
 
     fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
@@ -204,6 +238,23 @@ macro_rules! delegate_sandbox_client {
                     &self.$field,
                     program,
                     profile,
+                    invocations,
+                )
+            }
+
+            fn execute_variant<'a>(
+                &'a self,
+                program: &'a [u8],
+                variant: &'a $crate::__sandbox::RuntimeProfile,
+                invocations: &'a [$crate::__sandbox::Invocation],
+            ) -> $crate::__sandbox::BoxFuture<
+                'a,
+                Result<$crate::__sandbox::ProgramRun, $crate::__sandbox::SandboxError>,
+            > {
+                $crate::__sandbox::SandboxClient::execute_variant(
+                    &self.$field,
+                    program,
+                    variant,
                     invocations,
                 )
             }

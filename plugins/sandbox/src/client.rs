@@ -46,6 +46,31 @@ pub trait SandboxClient: Send + Sync {
         invocations: &'a [Invocation],
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>>;
 
+    /// Runs `program` once per invocation under `variant`: one of this
+    /// client's profiles (by its name) with other limits
+    /// ([`RuntimeProfile::with_limits`]); the named profile's preflight
+    /// stands for it. Anything but the limits differing is refused
+    /// ([`SandboxError::NotAVariant`]), as is, by default, a variant whose
+    /// limits are not the profile's own: a backend that can apply limits per
+    /// call overrides this.
+    fn execute_variant<'a>(
+        &'a self,
+        program: &'a [u8],
+        variant: &'a RuntimeProfile,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        match self.profile(&variant.name) {
+            Some(own) if own == variant => self.execute(program, &variant.name, invocations),
+            Some(_) => Box::pin(async move { Err(SandboxError::not_a_variant(variant, true)) }),
+            None => Box::pin(async move {
+                Err(SandboxError::unknown_profile(
+                    &variant.name,
+                    self.profiles(),
+                ))
+            }),
+        }
+    }
+
     /// Checks, before anything runs, that `profile` can run here (engine
     /// reachable, artifact present by its pin, runtime registered, limits
     /// enforceable) and resolves what the backend decides for it. Callers
@@ -145,6 +170,10 @@ pub enum SandboxError {
     /// an argument, arguments or stdin beyond the documented sizes).
     #[error(transparent)]
     InvalidInvocation(#[from] InvalidInvocation),
+    /// A program's own limits this client cannot apply, or a "variant"
+    /// that differs from its profile in more than limits.
+    #[error("profile `{profile}`: {reason}")]
+    NotAVariant { profile: String, reason: String },
     /// Any other fault before the run started (workspace creation, ...).
     #[error("sandbox setup failed: {message}")]
     Setup { message: String },
@@ -163,6 +192,19 @@ impl SandboxError {
                 .map(|p| p.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
+        }
+    }
+
+    /// `NotAVariant` for `variant`: `limits_only` when it differs from its
+    /// profile in limits only (and the client cannot apply other limits).
+    pub fn not_a_variant(variant: &RuntimeProfile, limits_only: bool) -> SandboxError {
+        SandboxError::NotAVariant {
+            profile: variant.name.clone(),
+            reason: if limits_only {
+                "this backend runs programs under the profile's own limits only".into()
+            } else {
+                "a program's own limits may change the profile's limits, nothing else".into()
+            },
         }
     }
 

@@ -23,6 +23,8 @@ pub struct FakeRequest {
     pub profile: String,
     /// The invocations.
     pub invocations: Vec<Invocation>,
+    /// The limits it ran under: the profile's, or a variant's.
+    pub limits: crate::profile::Limits,
 }
 
 type Responder = dyn Fn(&FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> + Send + Sync;
@@ -128,6 +130,41 @@ impl Drop for CancelGuard {
     }
 }
 
+impl ScriptedClient {
+    async fn run(
+        &self,
+        program: &[u8],
+        profile: &RuntimeProfile,
+        invocations: &[Invocation],
+    ) -> Result<ProgramRun, SandboxError> {
+        profile.check_invocations(invocations)?;
+        self.counters.started.fetch_add(1, Ordering::SeqCst);
+        let mut guard = CancelGuard {
+            counters: self.counters.clone(),
+            done: false,
+        };
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        let request = FakeRequest {
+            program: program.to_vec(),
+            profile: profile.name.clone(),
+            invocations: invocations.to_vec(),
+            limits: profile.limits.clone(),
+        };
+        let result = (self.responder)(&request).map(|events| ProgramRun {
+            profile: profile.name.clone(),
+            program_sha256: sha256_hex(program),
+            events,
+            sandbox_warnings: Vec::new(),
+            compile: None,
+        });
+        guard.done = true;
+        self.counters.completed.fetch_add(1, Ordering::SeqCst);
+        result
+    }
+}
+
 impl SandboxClient for ScriptedClient {
     fn profiles(&self) -> Vec<&RuntimeProfile> {
         self.profiles.iter().collect()
@@ -143,30 +180,24 @@ impl SandboxClient for ScriptedClient {
             let Some(found) = self.profile(profile) else {
                 return Err(SandboxError::unknown_profile(profile, &self.profiles));
             };
-            found.check_invocations(invocations)?;
-            self.counters.started.fetch_add(1, Ordering::SeqCst);
-            let mut guard = CancelGuard {
-                counters: self.counters.clone(),
-                done: false,
+            self.run(program, found, invocations).await
+        })
+    }
+
+    fn execute_variant<'a>(
+        &'a self,
+        program: &'a [u8],
+        variant: &'a RuntimeProfile,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        Box::pin(async move {
+            let Some(found) = self.profile(&variant.name) else {
+                return Err(SandboxError::unknown_profile(&variant.name, &self.profiles));
             };
-            if !self.delay.is_zero() {
-                tokio::time::sleep(self.delay).await;
+            if !found.is_variant(variant) {
+                return Err(SandboxError::not_a_variant(variant, false));
             }
-            let request = FakeRequest {
-                program: program.to_vec(),
-                profile: profile.to_string(),
-                invocations: invocations.to_vec(),
-            };
-            let result = (self.responder)(&request).map(|events| ProgramRun {
-                profile: profile.to_string(),
-                program_sha256: sha256_hex(program),
-                events,
-                sandbox_warnings: Vec::new(),
-                compile: None,
-            });
-            guard.done = true;
-            self.counters.completed.fetch_add(1, Ordering::SeqCst);
-            result
+            self.run(program, variant, invocations).await
         })
     }
 

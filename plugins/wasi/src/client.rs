@@ -382,6 +382,20 @@ impl SandboxClient for WasiClient {
         })
     }
 
+    fn execute_variant<'a>(
+        &'a self,
+        program: &'a [u8],
+        variant: &'a RuntimeProfile,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        Box::pin(async move {
+            if !self.wasi_profile(&variant.name)?.is_variant(variant) {
+                return Err(SandboxError::not_a_variant(variant, false));
+            }
+            self.run(program, variant, invocations).await
+        })
+    }
+
     fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
         Box::pin(async move {
             let found = self.wasi_profile(profile)?;

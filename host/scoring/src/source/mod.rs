@@ -311,9 +311,18 @@ async fn fly(
         }
         Waited::Run(lease) => lease,
     };
-    let result = client
-        .execute(&program, &attempt.profile, &attempt.invocations)
-        .await;
+    let result = match &attempt.variant {
+        Some(variant) => {
+            client
+                .execute_variant(&program, variant, &attempt.invocations)
+                .await
+        }
+        None => {
+            client
+                .execute(&program, &attempt.profile, &attempt.invocations)
+                .await
+        }
+    };
     // A refusal drops the lease here: nothing will be stored, and a waiting
     // process tries for itself.
     let observation = observation_from_run(&attempt, result, turn.fresh)?;

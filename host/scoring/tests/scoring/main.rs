@@ -7,6 +7,7 @@ mod common;
 mod doc_flow;
 mod faults;
 mod leases;
+mod limits;
 mod replay;
 mod rescore;
 mod reuse;

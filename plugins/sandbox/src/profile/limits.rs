@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{LimitsSpec, ProfileError};
+use super::{LimitsSpec, PartialLimitsSpec, ProfileError};
 
 /// Limits in force, in plain units.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,4 +153,50 @@ pub(super) fn resolve_limits(
         fuel: spec.fuel,
         build_bytes,
     })
+}
+
+impl Limits {
+    /// These limits written as a spec (sizes in bytes, times in
+    /// milliseconds), so that a [`PartialLimitsSpec`] can be laid over them.
+    pub fn to_spec(&self) -> LimitsSpec {
+        LimitsSpec {
+            memory: format!("{}B", self.memory_bytes),
+            cpus: self.cpus,
+            pids: self.pids,
+            timeout: format!("{}ms", self.timeout_ms),
+            cpu_time: self.cpu_time_ms.map(|ms| format!("{ms}ms")),
+            output: format!("{}B", self.output_bytes),
+            tmp: format!("{}B", self.tmp_bytes),
+            build: self.build_bytes.map(|bytes| format!("{bytes}B")),
+            fuel: self.fuel,
+        }
+    }
+
+    /// These limits with the keys `change` writes replaced, checked as a
+    /// profile's are (`section`: `limits` or `compile_limits`, for errors).
+    /// `cpus` is refused: the schedule counts programs against the CPUs by
+    /// the profile's own value, so a request cannot change it.
+    pub fn changed(
+        &self,
+        profile: &str,
+        section: &'static str,
+        change: &PartialLimitsSpec,
+    ) -> Result<Limits, ProfileError> {
+        if let Some(cpus) = change.cpus
+            && cpus != self.cpus
+        {
+            return Err(ProfileError::BadLimit {
+                profile: profile.to_string(),
+                section,
+                field: "cpus",
+                value: cpus.to_string(),
+                reason: format!(
+                    "is the profile's ({}) and cannot be changed per program: \
+                     the schedule counts programs against the CPUs by it",
+                    self.cpus
+                ),
+            });
+        }
+        resolve_limits(profile, section, &change.clone().over(self.to_spec()))
+    }
 }

@@ -242,6 +242,58 @@ impl RuntimeProfile {
         })
     }
 
+    /// This profile with other limits for its cases (`limits`) and its
+    /// compile (`compile_limits`): what a program that brings its own limits
+    /// runs under. Only the keys written change; the image, runtime, command
+    /// and user stay the profile's, so the profile's preflight holds for the
+    /// variant, and the variant's fingerprint says what differs.
+    pub fn with_limits(
+        &self,
+        limits: Option<&PartialLimitsSpec>,
+        compile_limits: Option<&PartialLimitsSpec>,
+    ) -> Result<RuntimeProfile, ProfileError> {
+        let mut variant = self.clone();
+        if let Some(change) = limits {
+            variant.limits = self.limits.changed(&self.name, "limits", change)?;
+        }
+        if let Some(change) = compile_limits {
+            let Some(compile) = &mut variant.compile else {
+                return Err(ProfileError::CompileLimitsWithoutCompile {
+                    profile: self.name.clone(),
+                });
+            };
+            compile.limits = compile
+                .limits
+                .changed(&self.name, "compile_limits", change)?;
+        }
+        Ok(variant)
+    }
+
+    /// Whether `variant` is this profile with other limits only (see
+    /// [`Self::with_limits`]): same name, backend, artifact, command,
+    /// runtime, user and compile command, the same CPUs.
+    pub fn is_variant(&self, variant: &RuntimeProfile) -> bool {
+        let mut same = variant.clone();
+        same.limits = self.limits.clone();
+        if let (Some(own), Some(theirs)) = (&self.compile, &mut same.compile) {
+            theirs.limits = own.limits.clone();
+        }
+        same == *self && variant.limits.cpus == self.limits.cpus
+    }
+
+    /// This profile's fingerprint with what a backend resolved for the
+    /// profile it varies (`resolved`, that profile's preflight fingerprint)
+    /// filled in: the runtime, when this profile leaves it to the engine.
+    pub fn fingerprint_resolved_as(&self, resolved: &serde_json::Value) -> serde_json::Value {
+        let mut own = self.fingerprint_json();
+        if self.runtime.is_none()
+            && let Some(runtime @ serde_json::Value::String(_)) = resolved.get("runtime")
+        {
+            own["runtime"] = runtime.clone();
+        }
+        own
+    }
+
     /// The container image, for Docker and OCI profiles.
     pub fn image(&self) -> Option<&ImageRef> {
         match &self.artifact {
