@@ -57,7 +57,47 @@ pub struct ServeSettings {
     /// one run, built once (verl sends one request per test case). Zero: no
     /// gathering.
     pub gather: Duration,
+    /// The per-request limits a request may ask for (a dialect's
+    /// `run_timeout`, `memory_limit`...; a native expectation's `limits`):
+    /// a request past one is refused naming its field and the setting.
+    pub request_limits: RequestLimitMaxima,
 }
+
+/// The most a request may ask for its program's own limits (`[serve]
+/// max_timeout`, `max_cpu_time`, `max_memory`, `max_pids`,
+/// `max_compile_timeout`). A request may ask for less than the profile's
+/// as well as more; these bound what one request can hold of the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimitMaxima {
+    /// The longest wall-clock limit of a run (`max_timeout`).
+    pub timeout: Duration,
+    /// The longest CPU-time limit, of a run or a compile (`max_cpu_time`).
+    pub cpu_time: Duration,
+    /// The largest memory limit, of a run or a compile (`max_memory`).
+    pub memory: u64,
+    /// The most processes and threads, of a run or a compile (`max_pids`).
+    pub pids: u32,
+    /// The longest wall-clock limit of a compile (`max_compile_timeout`).
+    pub compile_timeout: Duration,
+}
+
+impl Default for RequestLimitMaxima {
+    fn default() -> Self {
+        RequestLimitMaxima {
+            timeout: Duration::from_secs(60),
+            cpu_time: Duration::from_secs(60),
+            memory: 4 << 30,
+            pids: 256,
+            compile_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// The longest a `max_*` time may be: a profile's limits go up to an hour.
+pub const MAX_REQUEST_TIME: Duration = Duration::from_secs(60 * 60);
+
+/// The smallest `max_memory`: a profile's memory limit is at least this.
+pub const MIN_REQUEST_MEMORY: u64 = 6 << 20;
 
 /// The longest `gather` accepted.
 pub const MAX_GATHER: Duration = Duration::from_secs(5);
@@ -79,6 +119,7 @@ impl Default for ServeSettings {
             drain: Duration::from_secs(30),
             fresh: false,
             gather: Duration::from_millis(50),
+            request_limits: RequestLimitMaxima::default(),
         }
     }
 }
@@ -108,6 +149,11 @@ pub(crate) struct ServeSection {
     drain: Option<String>,
     fresh: Option<bool>,
     gather: Option<String>,
+    max_timeout: Option<String>,
+    max_cpu_time: Option<String>,
+    max_memory: Option<String>,
+    max_pids: Option<u32>,
+    max_compile_timeout: Option<String>,
 }
 
 /// Checks the `[serve]` table of the config text `text` (from the file
@@ -254,6 +300,45 @@ pub(crate) fn parse_serve(
             }
         };
     }
+    let maxima = &mut settings.request_limits;
+    for (field, value, target) in [
+        ("max_timeout", &section.max_timeout, &mut maxima.timeout),
+        ("max_cpu_time", &section.max_cpu_time, &mut maxima.cpu_time),
+        (
+            "max_compile_timeout",
+            &section.max_compile_timeout,
+            &mut maxima.compile_timeout,
+        ),
+    ] {
+        let Some(value) = value else { continue };
+        *target = bounded_duration(shown, text, "serve", field, value, MAX_REQUEST_TIME)?;
+    }
+    if let Some(value) = &section.max_memory {
+        let bytes = value
+            .parse::<bytesize::ByteSize>()
+            .map_err(|e| {
+                refuse(
+                    "max_memory",
+                    format!("{value:?} is not a size ({e}); e.g. \"4GiB\""),
+                )
+            })?
+            .as_u64();
+        if bytes < MIN_REQUEST_MEMORY {
+            return Err(refuse(
+                "max_memory",
+                format!(
+                    "{value:?}: give at least 6MiB (the least memory limit a profile may have)"
+                ),
+            ));
+        }
+        maxima.memory = bytes;
+    }
+    if let Some(pids) = section.max_pids {
+        if pids == 0 {
+            return Err(refuse("max_pids", "max_pids = 0: give at least 1".into()));
+        }
+        maxima.pids = pids;
+    }
     Ok(settings)
 }
 
@@ -291,6 +376,76 @@ mod tests {
         assert_eq!(serve.drain, Duration::from_secs(10));
         assert!(serve.fresh);
         assert_eq!(serve.gather, Duration::ZERO);
+        assert_eq!(serve.request_limits, RequestLimitMaxima::default());
+    }
+
+    #[test]
+    fn the_request_limit_maxima_are_read_and_default_to_a_minute_and_4gib() {
+        let defaults = ServeSettings::default().request_limits;
+        assert_eq!(defaults.timeout, Duration::from_secs(60));
+        assert_eq!(defaults.cpu_time, Duration::from_secs(60));
+        assert_eq!(defaults.memory, 4 << 30);
+        assert_eq!(defaults.pids, 256);
+        assert_eq!(defaults.compile_timeout, Duration::from_secs(120));
+        let text = format!(
+            "{PROFILE}\n[serve]\nmax_timeout = \"20s\"\nmax_cpu_time = \"5s\"\nmax_memory = \"512MiB\"\nmax_pids = 16\nmax_compile_timeout = \"1m\"\n"
+        );
+        let maxima = Config::parse(Path::new("c.toml"), &text)
+            .unwrap()
+            .serve
+            .request_limits;
+        assert_eq!(
+            maxima,
+            RequestLimitMaxima {
+                timeout: Duration::from_secs(20),
+                cpu_time: Duration::from_secs(5),
+                memory: 512 << 20,
+                pids: 16,
+                compile_timeout: Duration::from_secs(60),
+            }
+        );
+    }
+
+    #[test]
+    fn bad_request_limit_maxima_name_the_file_line_and_field() {
+        let cases = [
+            (
+                "max_timeout = \"2h\"",
+                "c.toml:7: serve.max_timeout = \"2h\": must be between 1s and 1h",
+            ),
+            (
+                "max_cpu_time = \"soon\"",
+                "c.toml:7: serve.max_cpu_time = \"soon\": not a duration",
+            ),
+            (
+                "max_compile_timeout = \"0s\"",
+                "c.toml:7: serve.max_compile_timeout = \"0s\": must be between 1s and 1h",
+            ),
+            (
+                "max_memory = \"lots\"",
+                "c.toml:7: serve.max_memory: \"lots\" is not a size",
+            ),
+            (
+                "max_memory = \"1MiB\"",
+                "c.toml:7: serve.max_memory: \"1MiB\": give at least 6MiB",
+            ),
+            ("max_pids = 0", "c.toml:7: serve.max_pids: max_pids = 0"),
+        ];
+        for (line, expected) in cases {
+            let text = format!("{PROFILE}\n[serve]\n{line}\n");
+            let message = Config::parse(Path::new("c.toml"), &text)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                message.starts_with(expected),
+                "{message}\nwanted: {expected}"
+            );
+        }
+        let text = format!("{PROFILE}\n[serve]\nmax_pids = -1\n");
+        let message = Config::parse(Path::new("c.toml"), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("max_pids"), "{message}");
     }
 
     #[test]
