@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 // What a dialect hands over and gets back, beside the call that runs it.
 pub use crate::job::{Executed, JobError, Part, ProgramJob, check_job};
+pub use crate::limits::{LimitKey, LimitPart, LimitStage, RequestLimits, size_value, time_value};
 use crate::state::AppState;
 
 /// Runs `job` (see the module doc); `field` names its parts for errors.

@@ -1,7 +1,7 @@
 //! Compile once per program, whatever the client does: verl (and Judge0's
 //! test-case helpers) send one request per test case, each with the same
 //! program. A request for a compiled profile waits `[serve] gather` for
-//! others of the same program; those that arrive meanwhile become cases of
+//! others of the same program under the same limits; those that arrive meanwhile become cases of
 //! one run, which builds the program once. Each request is answered with
 //! its own case's event, and every answer names the one observation (the
 //! build it used is that observation's compile event).
@@ -54,7 +54,12 @@ pub(crate) async fn execute_gathered(
     field: &(dyn Fn(Part) -> String + Sync),
 ) -> Result<Executed, JobError> {
     admit(state, &job, field)?;
-    let key = (job.profile.clone(), sha256_hex(&job.program));
+    // Jobs under other limits never share a run.
+    let key = (
+        job.profile.clone(),
+        sha256_hex(&job.program),
+        job.limits.gather_key(),
+    );
     let invocation = job.invocations[0].clone();
     // Decided under the lock, acted on after it (a guard is not held
     // across an await).

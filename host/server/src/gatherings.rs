@@ -1,5 +1,5 @@
-//! The runs being gathered now (see [`crate::gather`]): for each profile
-//! and program, the cases so far and where the run's result will be. Held
+//! The runs being gathered now (see [`crate::gather`]): for each profile,
+//! program and limits, the cases so far and where the run's result will be. Held
 //! by the server's state; filled and emptied by the gathering requests.
 
 use std::collections::HashMap;
@@ -10,8 +10,9 @@ use tokio::sync::watch;
 
 use crate::job::{Executed, JobError};
 
-/// The requests gathering for one run: the profile and program's hash.
-pub(crate) type GatherKey = (String, String);
+/// The requests gathering for one run: the profile, the program's hash and
+/// the requests' own limits ([`crate::limits::RequestLimits::gather_key`]).
+pub(crate) type GatherKey = (String, String, String);
 
 /// One run being gathered: its cases so far, and where its result will be.
 pub(crate) struct Gathering {

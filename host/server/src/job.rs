@@ -1,8 +1,9 @@
 //! A job as every dialect hands it over: the program, its profile and
 //! invocations ([`ProgramJob`]); what came of it ([`Executed`]); why it was
 //! not run ([`JobError`]); and the check of a job against the served maxima
-//! and the profile's delivery limits, naming a bad part in the dialect's
-//! own field names ([`Part`]).
+//! and the profile's delivery limits, and of its own limits against the
+//! served maxima and the profile's rules, naming a bad part in the
+//! dialect's own field names ([`Part`]).
 
 use progscore_runtime::serve::ServeSettings;
 use progscore_sandbox::{ByteString, Invocation, RuntimeProfile};
@@ -10,6 +11,7 @@ use progscore_scoring::evidence::Observation;
 use progscore_scoring::{Score, ScoringExpectation};
 
 use crate::error::ApiError;
+use crate::limits::{LimitPart, RequestLimits, check_limits};
 use crate::queue::QueueRefusal;
 
 /// What to run.
@@ -28,6 +30,9 @@ pub struct ProgramJob {
     pub expectation: Option<ScoringExpectation>,
     /// The caller's item id, recorded with the score.
     pub item_id: Option<String>,
+    /// The program's own limits over its profile's (the dialect's limit
+    /// fields); a job with an expectation carries them on it as well.
+    pub limits: RequestLimits,
 }
 
 impl ProgramJob {
@@ -50,7 +55,14 @@ impl ProgramJob {
             fresh: false,
             expectation: None,
             item_id: None,
+            limits: RequestLimits::default(),
         }
+    }
+
+    /// The same job under its own `limits` (see [`RequestLimits`]).
+    pub fn with_limits(mut self, limits: RequestLimits) -> ProgramJob {
+        self.limits = limits;
+        self
     }
 }
 
@@ -119,7 +131,8 @@ impl JobError {
 }
 
 /// Checks a job against the served maxima and the profile's delivery
-/// limits; `field` names a job's parts as the dialect spells them.
+/// limits, and its own limits against the served maxima and the profile's
+/// rules; `field` names a job's parts as the dialect spells them.
 pub fn check_job(
     settings: &ServeSettings,
     profile: &RuntimeProfile,
@@ -168,6 +181,9 @@ pub fn check_job(
             Part::Args(bad.index)
         };
         ApiError::bad_field(field(part), bad.error.message.clone())
+    })?;
+    check_limits(&settings.request_limits, profile, &job.limits, &|limit| {
+        field(Part::Limit(limit))
     })
 }
 
@@ -182,4 +198,6 @@ pub enum Part {
     Args(usize),
     /// Invocation N's stdin.
     Stdin(usize),
+    /// One of the job's own limits.
+    Limit(LimitPart),
 }

@@ -16,6 +16,12 @@
 //! - any other exit is 11 (NZEC), or, for 128 + a signal, the signal's own
 //!   status (7 SIGSEGV, 8 SIGXFSZ, 9 SIGFPE, 10 SIGABRT, 12 others).
 //!
+//! Limits: `cpu_time_limit` and `wall_time_limit` (seconds), `memory_limit`
+//! (KB) and `max_processes_and_or_threads` are the program's own limits,
+//! each within `[serve]`'s maxima, else 422 naming the field (nothing is
+//! stored); `cpu_extra_time`, `stack_limit` and `max_file_size` are checked
+//! and ignored; per-process limits and the network are refused.
+//!
 //! Tokens and results live in the evidence store's `submissions` table, so
 //! `GET /submissions/{token}` answers after a restart. A submission whose
 //! server died before it ran is answered 13, saying so. Beyond Judge0:
@@ -33,14 +39,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use progscore_sandbox::{CapturedStream, Outcome};
+use progscore_sandbox::{CapturedStream, Outcome, PartialLimitsSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
 use crate::execute::{
-    Executed, JobError, OBSERVATION_HEADER, Part, ProgramJob, execute, unproven_reason,
+    Executed, JobError, LimitKey, LimitPart, LimitStage, OBSERVATION_HEADER, Part, ProgramJob,
+    RequestLimits, execute, size_value, time_value, unproven_reason,
 };
 use crate::state::AppState;
 
@@ -232,12 +239,12 @@ impl Options {
     }
 }
 
-/// A submission as clients send it. Limits and options progscore does not
-/// apply per request are accepted and ignored (the profile's limits apply,
-/// see docs/serve.md); what it cannot honour is refused naming the field.
+/// A submission as clients send it. `cpu_time_limit`, `wall_time_limit`
+/// (seconds), `memory_limit` (KB) and `max_processes_and_or_threads` are
+/// the program's own limits; `cpu_extra_time`, `stack_limit` and
+/// `max_file_size` are checked and ignored (see [`accept`]); what progscore
+/// cannot honour is refused naming the field.
 #[derive(Debug, Deserialize)]
-// The limits are read (so a mistyped one is refused) and not applied.
-#[allow(dead_code)]
 struct SubmissionRequest {
     source_code: Option<String>,
     language_id: Option<i64>,
@@ -259,7 +266,6 @@ struct SubmissionRequest {
     redirect_stderr_to_stdout: Option<bool>,
     #[serde(default)]
     number_of_runs: Option<i64>,
-    // Accepted, not applied: the profile's limits apply.
     #[serde(default)]
     cpu_time_limit: Option<f64>,
     #[serde(default)]
@@ -290,6 +296,10 @@ struct StoredRequest {
     stdin: Option<String>,
     expected_output: Option<String>,
     command_line_arguments: Option<String>,
+    /// The program's own limits (rows stored before limits were applied
+    /// have none: the profile's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    limits: Option<PartialLimitsSpec>,
 }
 
 /// What is stored once a submission has run (text as base64).
@@ -359,6 +369,7 @@ fn accept(
             Some(value) => Ok(Some(encode(value.as_bytes()))),
         }
     };
+    let limits = submission_limits(&request)?;
     let source_code = text("source_code", request.source_code)?
         .ok_or_else(|| unprocessable("source_code", "can't be blank"))?;
     let refuse = |field: &str, why: &str| Err(unprocessable(field, why));
@@ -410,6 +421,24 @@ fn accept(
             "must be 1: a program runs once per submission",
         );
     }
+    // progscore's limits hold for all the program's processes together.
+    for (field, asked) in [
+        (
+            "enable_per_process_and_thread_time_limit",
+            request.enable_per_process_and_thread_time_limit,
+        ),
+        (
+            "enable_per_process_and_thread_memory_limit",
+            request.enable_per_process_and_thread_memory_limit,
+        ),
+    ] {
+        if asked == Some(true) {
+            return refuse(
+                field,
+                "is not supported: the limits hold for all the program's processes and threads together",
+            );
+        }
+    }
     Ok(StoredRequest {
         language_id,
         profile,
@@ -417,7 +446,78 @@ fn accept(
         stdin: text("stdin", request.stdin)?,
         expected_output: text("expected_output", request.expected_output)?,
         command_line_arguments: request.command_line_arguments,
+        limits: limits.run,
     })
+}
+
+/// The submission's own limits: `cpu_time_limit` (s) the CPU time of all
+/// its processes together, `wall_time_limit` (s) its wall clock,
+/// `memory_limit` (KB) its memory, `max_processes_and_or_threads` its
+/// processes and threads. Checked and ignored: `cpu_extra_time` (the grace
+/// before the kill; the verdict is the same), `stack_limit` (the stack is
+/// bounded by the memory limit), `max_file_size` (files go to a tmpfs
+/// bounded by the profile's `tmp`).
+fn submission_limits(request: &SubmissionRequest) -> Result<RequestLimits, ApiError> {
+    let mut limits = RequestLimits::default();
+    let stage = LimitStage::Run;
+    if let Some(seconds) = request.cpu_time_limit {
+        let value = time_value(seconds, 1000.0, "seconds")
+            .map_err(|why| unprocessable("cpu_time_limit", why))?;
+        limits.set_cpu_time(stage, value);
+    }
+    if let Some(seconds) = request.wall_time_limit {
+        let value = time_value(seconds, 1000.0, "seconds")
+            .map_err(|why| unprocessable("wall_time_limit", why))?;
+        limits.set_timeout(stage, value);
+    }
+    if let Some(kb) = request.memory_limit {
+        let value =
+            size_value(kb, 1024.0, "KB").map_err(|why| unprocessable("memory_limit", why))?;
+        limits.set_memory(stage, value);
+    }
+    if let Some(pids) = request.max_processes_and_or_threads {
+        if pids < 1 {
+            return Err(unprocessable(
+                "max_processes_and_or_threads",
+                format!("{pids}: give at least 1"),
+            ));
+        }
+        limits.set_pids(stage, u32::try_from(pids).unwrap_or(u32::MAX));
+    }
+    if let Some(extra) = request.cpu_extra_time
+        && !(extra.is_finite() && extra >= 0.0)
+    {
+        return Err(unprocessable(
+            "cpu_extra_time",
+            format!("{extra} is not a time: give a number of seconds >= 0"),
+        ));
+    }
+    for (field, value) in [
+        ("stack_limit", request.stack_limit),
+        ("max_file_size", request.max_file_size),
+    ] {
+        if let Some(kb) = value
+            && kb < 0
+        {
+            return Err(unprocessable(
+                field,
+                format!("{kb} is not a size: give a number of KB >= 0"),
+            ));
+        }
+    }
+    Ok(limits)
+}
+
+/// The request field a limit came from.
+fn limit_field(limit: LimitPart) -> String {
+    match limit.key {
+        LimitKey::CpuTime => "cpu_time_limit".into(),
+        LimitKey::Timeout => "wall_time_limit".into(),
+        LimitKey::Memory => "memory_limit".into(),
+        LimitKey::Pids => "max_processes_and_or_threads".into(),
+        // Not set by a submission.
+        _ => limit.path(),
+    }
 }
 
 /// The served Judge0 languages: id, Judge0 name, progscore profile.
@@ -453,6 +553,10 @@ fn job_of(request: &StoredRequest) -> ProgramJob {
         args,
         bytes(&request.stdin),
     )
+    .with_limits(RequestLimits {
+        run: request.limits.clone(),
+        compile: None,
+    })
 }
 
 fn field_name(part: Part) -> String {
@@ -461,6 +565,7 @@ fn field_name(part: Part) -> String {
         Part::Invocations => "language_id".into(),
         Part::Args(_) => "command_line_arguments".into(),
         Part::Stdin(_) => "stdin".into(),
+        Part::Limit(limit) => limit_field(limit),
     }
 }
 
@@ -1050,9 +1155,14 @@ async fn about() -> Json<Value> {
 }
 
 /// `GET /config_info`: Judge0's configuration keys, as progscore applies
-/// them (per-request limits are not applied: the profile's are).
+/// them: the `max_*` keys are `[serve]`'s per-request maxima; a submission
+/// without limits runs under its profile's.
 async fn config_info(State(state): State<Arc<AppState>>) -> Json<Value> {
     let settings = state.settings();
+    let maxima = settings.request_limits;
+    let max_cpu_time = maxima.cpu_time.as_secs_f64();
+    let max_wall_time = maxima.timeout.as_secs_f64();
+    let max_memory_kb = maxima.memory / 1024;
     Json(json!({
         "maintenance_mode": false,
         "enable_wait_result": true,
@@ -1065,18 +1175,18 @@ async fn config_info(State(state): State<Arc<AppState>>) -> Json<Value> {
         "callbacks_timeout": 0.0,
         "enable_additional_files": false,
         "max_queue_size": settings.queue,
-        "cpu_time_limit": 5.0,
-        "max_cpu_time_limit": 5.0,
+        "cpu_time_limit": max_cpu_time.min(5.0),
+        "max_cpu_time_limit": max_cpu_time,
         "cpu_extra_time": 0.0,
         "max_cpu_extra_time": 0.0,
-        "wall_time_limit": 10.0,
-        "max_wall_time_limit": 10.0,
-        "memory_limit": 262144,
-        "max_memory_limit": 262144,
+        "wall_time_limit": max_wall_time.min(10.0),
+        "max_wall_time_limit": max_wall_time,
+        "memory_limit": max_memory_kb.min(262144),
+        "max_memory_limit": max_memory_kb,
         "stack_limit": 65536,
         "max_stack_limit": 65536,
-        "max_processes_and_or_threads": 64,
-        "max_max_processes_and_or_threads": 64,
+        "max_processes_and_or_threads": maxima.pids.min(64),
+        "max_max_processes_and_or_threads": maxima.pids,
         "enable_per_process_and_thread_time_limit": false,
         "allow_enable_per_process_and_thread_time_limit": false,
         "enable_per_process_and_thread_memory_limit": false,

@@ -29,6 +29,7 @@ mod gather;
 mod gatherings;
 mod job;
 mod judge0;
+mod limits;
 mod metrics;
 mod native;
 mod observe;

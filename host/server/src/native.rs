@@ -7,8 +7,9 @@
 //! - `POST /v1/batches`: batch lines (NDJSON) -> result lines streamed as
 //!   each completes, then `{"summary": ...}`; a client that disconnects
 //!   cancels its remaining items, each run cleaned up;
-//! - `POST /v1/run`: program, profile, invocations -> the run (stored as
-//!   evidence, scored only as "every invocation exits 0");
+//! - `POST /v1/run`: program, profile, invocations, and the program's own
+//!   `limits` and `compile_limits` if any -> the run (stored as evidence,
+//!   scored only as "every invocation exits 0");
 //! - `GET /v1/observations/{id}`, `POST /v1/replay`, `POST /v1/rescore`:
 //!   stored evidence only, nothing runs;
 //! - `GET /v1/profiles`: the served profiles and their queues.
@@ -28,7 +29,7 @@ use axum::routing::{get, post};
 use futures_util::StreamExt;
 use progscore_runtime::batch::{Batch, BatchItem, BatchLineError};
 use progscore_runtime::results::{result_line, verdict_word};
-use progscore_sandbox::{ByteString, Invocation};
+use progscore_sandbox::{ByteString, Invocation, PartialLimitsSpec};
 use progscore_scoring::{
     Condition, ObservationRef, ProgramInput, ReplayRefusal, ReplayRequest, RescoreRequest,
     ScoringError, ScoringExpectation,
@@ -37,7 +38,7 @@ use serde::Deserialize;
 
 use crate::body::{JsonBody, RawBody};
 use crate::error::ApiError;
-use crate::execute::{JobError, Part, ProgramJob, execute};
+use crate::execute::{JobError, Part, ProgramJob, RequestLimits, execute};
 use crate::state::AppState;
 
 /// What `/v1/batches` and `/v1/rescore` call the request body in messages.
@@ -251,6 +252,13 @@ struct RunRequest {
     /// One sandbox each; default: one with no arguments and no stdin.
     #[serde(default)]
     invocations: Option<Vec<Invocation>>,
+    /// The program's own limits over the profile's `limits` (as in an
+    /// expectation's `program_behaves`).
+    #[serde(default)]
+    limits: Option<PartialLimitsSpec>,
+    /// The program's own limits over the profile's `compile_limits`.
+    #[serde(default)]
+    compile_limits: Option<PartialLimitsSpec>,
 }
 
 /// `POST /v1/run`.
@@ -274,12 +282,17 @@ async fn run(
         fresh: options.fresh,
         expectation: None,
         item_id: None,
+        limits: RequestLimits {
+            run: request.limits,
+            compile: request.compile_limits,
+        },
     };
     let field = |part: Part| match part {
         Part::Program => "program".to_string(),
         Part::Invocations => "invocations".to_string(),
         Part::Args(i) => format!("invocations[{i}].args"),
         Part::Stdin(i) => format!("invocations[{i}].stdin"),
+        Part::Limit(limit) => limit.path(),
     };
     let executed = execute(&state, job, &field)
         .await
@@ -429,12 +442,18 @@ fn item_job(state: &AppState, item: BatchItem, fresh: bool) -> Result<ProgramJob
             &behaves.profile,
         ));
     }
+    // The limits stay on the expectation too, where the scorer reads them.
+    let limits = RequestLimits {
+        run: behaves.limits.clone(),
+        compile: behaves.compile_limits.clone(),
+    };
     Ok(ProgramJob {
         profile: behaves.profile.clone(),
         invocations: behaves.cases.iter().map(|c| c.invocation.clone()).collect(),
         program: item.program,
         fresh,
         item_id: Some(item.id),
+        limits,
         expectation: Some(item.expectation),
     })
 }
@@ -447,6 +466,7 @@ fn item_field(part: Part) -> String {
         Part::Invocations => cases.into(),
         Part::Args(i) => format!("{cases}[{i}].invocation.args"),
         Part::Stdin(i) => format!("{cases}[{i}].invocation.stdin"),
+        Part::Limit(limit) => format!("expectation.conditions[0].program_behaves.{}", limit.path()),
     }
 }
 

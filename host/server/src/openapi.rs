@@ -176,7 +176,43 @@ fn schemas() -> Value {
     let number_or_null = json!({"type": ["number", "null"]});
     let stream = json!({"type": "object", "required": ["truncated", "total_bytes"],
         "properties": {"truncated": {"type": "boolean"}, "total_bytes": {"type": "integer"}}});
-    json!({
+    // The requests' schemas apart: one json! of them all passes the
+    // macro's recursion limit.
+    let limits_schema = json!({"type": "object", "additionalProperties": false,
+            "description": "The program's own limits over its profile's, in the config's units; within [serve] max_timeout, max_cpu_time, max_memory, max_pids (max_compile_timeout for a compile); output, tmp and build may only lower the profile's; cpus must be the profile's",
+            "properties": {"timeout": {"type": "string", "examples": ["2500ms", "2s"]},
+                "cpu_time": {"type": "string"}, "memory": {"type": "string", "examples": ["256MiB"]},
+                "pids": {"type": "integer", "minimum": 1}, "cpus": {"type": "number"},
+                "output": {"type": "string"}, "tmp": {"type": "string"}, "build": {"type": "string"}}});
+    let run_code_request_schema = json!({"type": "object", "required": ["code", "language"],
+            "properties": {"code": {"type": "string"}, "language": {"type": "string"}, "stdin": string_or_null,
+                "compile_timeout": {"type": ["number", "null"], "description": "Seconds: the compile's wall-clock limit (ignored for a profile without a compile step)"},
+                "run_timeout": {"type": ["number", "null"], "description": "Seconds: the run's wall-clock limit"},
+                "memory_limit_MB": {"type": ["number", "null"], "description": "MiB: the run's memory limit; -1 the profile's"},
+                "files": {"type": "object", "maxProperties": 0}, "fetch_files": {"type": "array", "maxItems": 0}}});
+    let judge0_request_schema = json!({"type": "object", "required": ["source_code", "language_id"],
+            "properties": {"source_code": {"type": "string"}, "language_id": {"type": "integer"},
+                "stdin": string_or_null, "expected_output": string_or_null, "command_line_arguments": string_or_null,
+                "cpu_time_limit": {"type": ["number", "null"], "description": "Seconds of CPU time, all processes together"},
+                "wall_time_limit": {"type": ["number", "null"], "description": "Seconds of wall clock"},
+                "memory_limit": {"type": ["number", "null"], "description": "KB"},
+                "max_processes_and_or_threads": integer_or_null,
+                "cpu_extra_time": {"type": ["number", "null"], "description": "Checked and ignored"},
+                "stack_limit": {"type": ["integer", "null"], "description": "Checked and ignored: the stack is bounded by the memory limit"},
+                "max_file_size": {"type": ["integer", "null"], "description": "Checked and ignored: files go to a tmpfs bounded by the profile"},
+                "enable_per_process_and_thread_time_limit": {"enum": [false, null]},
+                "enable_per_process_and_thread_memory_limit": {"enum": [false, null]},
+                "enable_network": {"enum": [false, null]}}});
+    let piston_request_schema = json!({"type": "object", "required": ["language", "files"],
+            "properties": {"language": {"type": "string"}, "version": {"type": "string"},
+                "files": {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "object", "required": ["content"],
+                    "properties": {"name": {"type": "string"}, "content": {"type": "string"}, "encoding": {"enum": ["utf8", "base64"]}}}},
+                "stdin": {"type": "string"}, "args": {"type": "array", "items": {"type": "string"}},
+                "run_timeout": {"type": "number", "description": "ms: the run's wall-clock limit; -1 the profile's"},
+                "compile_timeout": {"type": "number", "description": "ms: the compile's wall-clock limit; -1 the profile's (ignored without a compile step)"},
+                "run_memory_limit": {"type": "number", "description": "bytes: the run's memory limit; -1 the profile's"},
+                "compile_memory_limit": {"type": "number", "description": "bytes: the compile's memory limit; -1 the profile's (ignored without a compile step)"}}});
+    let mut all = json!({
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {
             "type": "object", "required": ["message"],
             "properties": {"message": {"type": "string"}, "field": {"type": "string"}}}}},
@@ -205,7 +241,8 @@ fn schemas() -> Value {
             "args": {"type": "array", "items": {"type": "string"}}, "stdin": {}}},
         "RunRequest": {"type": "object", "required": ["program", "profile"],
             "properties": {"program": {"type": "string"}, "profile": {"type": "string"},
-                "invocations": {"type": "array", "items": schema("Invocation")}}},
+                "invocations": {"type": "array", "items": schema("Invocation")},
+                "limits": schema("Limits"), "compile_limits": schema("Limits")}},
         "InvocationEvent": {"type": "object", "required": ["outcome", "stdout", "stderr", "duration_ms"],
             "properties": {"outcome": {"enum": ["exited", "timed_out", "memory_limit", "sandbox_error", "not_run", "compile_error"]},
                 "exit_code": {"type": "integer"}, "stdout": stream.clone(), "stderr": stream,
@@ -226,10 +263,6 @@ fn schemas() -> Value {
         "ServedProfile": {"type": "object", "required": ["name", "fingerprint", "profile", "queue"],
             "properties": {"name": {"type": "string"}, "fingerprint": {"type": "string"}, "profile": {"type": "object"},
                 "queue": {"type": "object", "required": ["concurrency", "running", "waiting"]}}},
-        "RunCodeRequest": {"type": "object", "required": ["code", "language"],
-            "properties": {"code": {"type": "string"}, "language": {"type": "string"}, "stdin": string_or_null,
-                "compile_timeout": number_or_null, "run_timeout": number_or_null, "memory_limit_MB": number_or_null,
-                "files": {"type": "object", "maxProperties": 0}, "fetch_files": {"type": "array", "maxItems": 0}}},
         "CommandRunResult": {"type": "object",
             "required": ["status", "execution_time", "cpu_time", "return_code", "stdout", "stderr"],
             "properties": {"status": {"enum": ["Finished", "Error", "TimeLimitExceeded"]},
@@ -240,10 +273,6 @@ fn schemas() -> Value {
                 "compile_result": {"oneOf": [schema("CommandRunResult"), {"type": "null"}]},
                 "run_result": {"oneOf": [schema("CommandRunResult"), {"type": "null"}]},
                 "executor_pod_name": string_or_null, "files": {"type": "object"}}},
-        "Judge0SubmissionRequest": {"type": "object", "required": ["source_code", "language_id"],
-            "properties": {"source_code": {"type": "string"}, "language_id": {"type": "integer"},
-                "stdin": string_or_null, "expected_output": string_or_null, "command_line_arguments": string_or_null,
-                "cpu_time_limit": number_or_null, "wall_time_limit": number_or_null, "memory_limit": number_or_null}},
         "Judge0Token": {"type": "object", "required": ["token"], "additionalProperties": false,
             "properties": {"token": {"type": "string", "format": "uuid"}}},
         "Judge0FieldErrors": {"type": "object", "minProperties": 1,
@@ -258,11 +287,6 @@ fn schemas() -> Value {
                 "memory": integer_or_null, "language_id": {"type": "integer"}, "source_code": string_or_null,
                 "stdin": string_or_null, "expected_output": string_or_null, "created_at": {"type": "string"},
                 "finished_at": string_or_null}},
-        "PistonExecuteRequest": {"type": "object", "required": ["language", "files"],
-            "properties": {"language": {"type": "string"}, "version": {"type": "string"},
-                "files": {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "object", "required": ["content"],
-                    "properties": {"name": {"type": "string"}, "content": {"type": "string"}, "encoding": {"enum": ["utf8", "base64"]}}}},
-                "stdin": {"type": "string"}, "args": {"type": "array", "items": {"type": "string"}}}},
         "PistonStage": {"type": "object", "required": ["stdout", "stderr", "output", "code", "signal", "status"],
             "properties": {"stdout": {"type": "string"}, "stderr": {"type": "string"}, "output": {"type": "string"},
                 "code": integer_or_null, "signal": string_or_null,
@@ -272,5 +296,10 @@ fn schemas() -> Value {
             "properties": {"language": {"type": "string"}, "version": {"type": "string"},
                 "compile": schema("PistonStage"), "run": schema("PistonStage")}},
         "PistonError": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}}
-    })
+    });
+    all["Limits"] = limits_schema;
+    all["RunCodeRequest"] = run_code_request_schema;
+    all["Judge0SubmissionRequest"] = judge0_request_schema;
+    all["PistonExecuteRequest"] = piston_request_schema;
+    all
 }

@@ -13,6 +13,12 @@
 //! - a build that failed has a `compile` stage with its code and output
 //!   and no `run` stage, as Piston reports it.
 //!
+//! Limits: `run_timeout` and `compile_timeout` (ms) are the run's and the
+//! compile's wall-clock limits, `run_memory_limit` and
+//! `compile_memory_limit` (bytes) their memory limits; -1 is the profile's,
+//! and the compile's are ignored for a profile that does not compile. Each
+//! within `[serve]`'s maxima, else 400 naming the field.
+//!
 //! The language is a served profile or a `[languages]` name; `version` is
 //! accepted whatever it says (one runtime per profile is served, and
 //! `/api/v2/runtimes` names it by progscore's version).
@@ -34,7 +40,8 @@ use serde_json::json;
 use crate::body::JsonBody;
 use crate::error::ApiError;
 use crate::execute::{
-    Executed, JobError, Part, ProgramJob, execute, name_evidence, unproven_reason,
+    Executed, JobError, LimitKey, LimitPart, LimitStage, Part, ProgramJob, RequestLimits, execute,
+    name_evidence, size_value, time_value, unproven_reason,
 };
 use crate::state::AppState;
 
@@ -65,8 +72,9 @@ struct PistonFile {
     encoding: Option<String>,
 }
 
-/// `POST /api/v2/execute`'s body. Timeouts and memory limits are accepted
-/// and not applied: the profile's limits apply (see docs/serve.md).
+/// `POST /api/v2/execute`'s body. Timeouts (ms) and memory limits (bytes)
+/// are the program's own limits; -1 is the profile's, and the compile's
+/// are ignored for a profile without a compile step (see docs/serve.md).
 #[derive(Debug, Deserialize)]
 struct ExecuteRequest {
     language: String,
@@ -79,17 +87,56 @@ struct ExecuteRequest {
     #[serde(default)]
     args: Vec<String>,
     #[serde(default)]
-    #[allow(dead_code)]
     compile_timeout: Option<f64>,
     #[serde(default)]
-    #[allow(dead_code)]
     run_timeout: Option<f64>,
     #[serde(default)]
-    #[allow(dead_code)]
     compile_memory_limit: Option<f64>,
     #[serde(default)]
-    #[allow(dead_code)]
     run_memory_limit: Option<f64>,
+}
+
+/// The request's own limits (see [`ExecuteRequest`]).
+fn request_limits(request: &ExecuteRequest, compiles: bool) -> Result<RequestLimits, ApiError> {
+    // Piston's "no limit of its own": the profile's.
+    let given = |value: Option<f64>| value.filter(|v| *v != -1.0);
+    let mut limits = RequestLimits::default();
+    let mut stages = vec![(
+        LimitStage::Run,
+        request.run_timeout,
+        request.run_memory_limit,
+    )];
+    if compiles {
+        stages.push((
+            LimitStage::Compile,
+            request.compile_timeout,
+            request.compile_memory_limit,
+        ));
+    }
+    for (stage, timeout, memory) in stages {
+        let part = |key| LimitPart { stage, key };
+        if let Some(ms) = given(timeout) {
+            let value = time_value(ms, 1.0, "milliseconds (or -1 for the profile's)")
+                .map_err(|why| ApiError::bad_field(limit_field(part(LimitKey::Timeout)), why))?;
+            limits.set_timeout(stage, value);
+        }
+        if let Some(bytes) = given(memory) {
+            let value = size_value(bytes, 1.0, "bytes (or -1 for the profile's)")
+                .map_err(|why| ApiError::bad_field(limit_field(part(LimitKey::Memory)), why))?;
+            limits.set_memory(stage, value);
+        }
+    }
+    Ok(limits)
+}
+
+/// The request field a limit came from.
+fn limit_field(limit: LimitPart) -> &'static str {
+    match (limit.stage, limit.key) {
+        (LimitStage::Run, LimitKey::Memory) => "run_memory_limit",
+        (LimitStage::Run, _) => "run_timeout",
+        (LimitStage::Compile, LimitKey::Memory) => "compile_memory_limit",
+        (LimitStage::Compile, _) => "compile_timeout",
+    }
 }
 
 /// One stage's result.
@@ -176,17 +223,26 @@ async fn execute_route(
             ));
         }
     };
+    let compiles = state
+        .served(profile)
+        .is_some_and(|(served, _)| served.compile.is_some());
+    let limits = match request_limits(&request, compiles) {
+        Ok(limits) => limits,
+        Err(error) => return refusal(error),
+    };
     let job = ProgramJob::run_once(
         program,
         profile,
         request.args,
         request.stdin.map(String::into_bytes),
-    );
+    )
+    .with_limits(limits);
     let field = |part: Part| match part {
         Part::Program => "files[0].content".to_string(),
         Part::Invocations => "language".to_string(),
         Part::Args(_) => "args".to_string(),
         Part::Stdin(_) => "stdin".to_string(),
+        Part::Limit(limit) => limit_field(limit).to_string(),
     };
     let version = env!("CARGO_PKG_VERSION").to_string();
     let internal = |message: String| ExecuteResponse {

@@ -1,7 +1,9 @@
 //! One job as one run of its own: a turn in the profile's queue, then the
 //! runtime's scorer for the attempt's evidence (stored evidence reused, a
 //! run in flight joined, else a run, stored with its score). The score is
-//! "every invocation exits 0" unless the job brings its expectation.
+//! "every invocation exits 0" unless the job brings its expectation; the
+//! job's own limits go on it, so they are part of the attempt (identical
+//! limits reuse the evidence, other limits run again).
 //!
 //! The run is a task of the server, not of the connection: a client that
 //! goes away cancels it (dropping [`run_alone`]'s future cancels the run's
@@ -62,10 +64,12 @@ pub(crate) async fn run_alone(
     })?;
     state.metrics().turn(&job.profile, asked.elapsed());
     let profile_name = job.profile.clone();
+    // A job's own expectation carries its limits already (native items).
     let expectation = match job.expectation {
         Some(expectation) => expectation,
         None => exits_zero(&job.profile, &job.invocations)
-            .map_err(|e| JobError::Internal(format!("cannot build the expectation: {e}")))?,
+            .map_err(|e| JobError::Internal(format!("cannot build the expectation: {e}")))?
+            .with_limits(job.limits.run, job.limits.compile),
     };
     let cancel = state.run_token();
     // Dropping this future (the client went away) cancels the run; the task

@@ -14,6 +14,12 @@
 //!   `run_result`, as SandboxFusion reports a compile error;
 //! - exit 0 is `Success`, any other exit `Failed`.
 //!
+//! Limits: `run_timeout` (seconds) is the run's wall-clock limit,
+//! `memory_limit_MB` (MiB, -1 the profile's) its memory limit, and
+//! `compile_timeout` (seconds) the compile's wall-clock limit for a profile
+//! that compiles (ignored otherwise: the SDK sends it for every language);
+//! each within `[serve]`'s maxima, else 400 naming the field.
+//!
 //! `execution_time` is the program's own wall time, from its start (no
 //! container start-up or queue wait in it). Every response names its
 //! observation in `X-Progscore-Observation` and where the evidence came
@@ -34,7 +40,8 @@ use serde::{Deserialize, Serialize};
 use crate::body::JsonBody;
 use crate::error::ApiError;
 use crate::execute::{
-    Executed, JobError, Part, ProgramJob, execute, name_evidence, unproven_reason,
+    Executed, JobError, LimitKey, LimitPart, LimitStage, Part, ProgramJob, RequestLimits, execute,
+    name_evidence, size_value, time_value, unproven_reason,
 };
 use crate::state::AppState;
 
@@ -57,17 +64,16 @@ struct RunCodeRequest {
     language: String,
     #[serde(default)]
     stdin: Option<String>,
-    /// Accepted; the profile's limits apply (see docs/serve.md).
+    /// Seconds: the compile's wall-clock limit (profiles with a compile
+    /// step; the SDK sends 10 for every language, so an interpreted
+    /// profile ignores it).
     #[serde(default)]
-    #[allow(dead_code)]
     compile_timeout: Option<f64>,
-    /// Accepted; the profile's limits apply.
+    /// Seconds: each run's wall-clock limit.
     #[serde(default)]
-    #[allow(dead_code)]
     run_timeout: Option<f64>,
-    /// Accepted; the profile's limits apply.
+    /// MiB: the run's memory limit; -1 (verl's "none") is the profile's.
     #[serde(default, rename = "memory_limit_MB")]
-    #[allow(dead_code)]
     memory_limit_mb: Option<f64>,
     #[serde(default)]
     files: BTreeMap<String, Option<String>>,
@@ -156,16 +162,25 @@ async fn run_code(
         )
         .into_response();
     }
+    let compiles = state
+        .served(profile)
+        .is_some_and(|(served, _)| served.compile.is_some());
+    let limits = match request_limits(&request, compiles) {
+        Ok(limits) => limits,
+        Err(error) => return error.into_response(),
+    };
     let job = ProgramJob::run_once(
         request.code.into_bytes(),
         profile,
         Vec::new(),
         request.stdin.map(String::into_bytes),
-    );
+    )
+    .with_limits(limits);
     let field = |part: Part| match part {
         Part::Program => "code".to_string(),
         Part::Invocations | Part::Args(_) => "language".to_string(),
         Part::Stdin(_) => "stdin".to_string(),
+        Part::Limit(limit) => limit_field(limit).to_string(),
     };
     match execute(&state, job, &field).await {
         Ok(executed) => respond(&executed),
@@ -190,6 +205,44 @@ async fn run_code(
             "progscore failed: {message}"
         )))
         .into_response(),
+    }
+}
+
+/// The request's own limits: `run_timeout` (seconds) the run's wall-clock
+/// limit, `memory_limit_MB` (MiB; -1 the profile's) its memory, and
+/// `compile_timeout` (seconds) the compile's, for a profile that compiles.
+fn request_limits(request: &RunCodeRequest, compiles: bool) -> Result<RequestLimits, ApiError> {
+    let mut limits = RequestLimits::default();
+    if let Some(seconds) = request.run_timeout {
+        let value = time_value(seconds, 1000.0, "seconds")
+            .map_err(|why| ApiError::bad_field("run_timeout", why))?;
+        limits.set_timeout(LimitStage::Run, value);
+    }
+    if let Some(seconds) = request.compile_timeout
+        && compiles
+    {
+        let value = time_value(seconds, 1000.0, "seconds")
+            .map_err(|why| ApiError::bad_field("compile_timeout", why))?;
+        limits.set_timeout(LimitStage::Compile, value);
+    }
+    // -1: verl's "no limit of its own", the profile's.
+    if let Some(mib) = request.memory_limit_mb.filter(|mib| *mib != -1.0) {
+        let value = size_value(mib, MIB, "MiB (or -1 for the profile's)")
+            .map_err(|why| ApiError::bad_field("memory_limit_MB", why))?;
+        limits.set_memory(LimitStage::Run, value);
+    }
+    Ok(limits)
+}
+
+/// Bytes in one of `memory_limit_MB`'s units.
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// The request field a limit came from.
+fn limit_field(limit: LimitPart) -> &'static str {
+    match (limit.stage, limit.key) {
+        (LimitStage::Compile, _) => "compile_timeout",
+        (LimitStage::Run, LimitKey::Memory) => "memory_limit_MB",
+        (LimitStage::Run, _) => "run_timeout",
     }
 }
 
