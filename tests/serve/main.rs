@@ -5,6 +5,7 @@
 
 mod judge0;
 mod lifecycle;
+mod limits;
 mod load;
 mod piston;
 mod sandbox_fusion;

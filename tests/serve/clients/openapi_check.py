@@ -59,6 +59,10 @@ ran = check("/v1/run", "post", client.post("/v1/run", json={
     "program": "import sys; print(sys.stdin.read())", "profile": "python",
     "invocations": [{"args": ["x"], "stdin": "hi"}]})).json()
 check("/v1/run", "post", client.post("/v1/run", json={"program": "x", "profile": "cobol"}))
+check("/v1/run", "post", client.post("/v1/run", json={
+    "program": "print(1)", "profile": "python", "limits": {"timeout": "3s", "memory": "128MiB"}}))
+check("/v1/run", "post", client.post("/v1/run", json={
+    "program": "print(1)", "profile": "python", "limits": {"timeout": "2h"}}))
 check("/v1/observations/{id}", "get", client.get(f"/v1/observations/{ran['observation_id']}"))
 check("/v1/observations/{id}", "get", client.get("/v1/observations/obs-none"))
 check("/v1/replay", "post", client.post("/v1/replay", json={
@@ -67,12 +71,21 @@ check("/run_code", "post", client.post("/run_code", json={"code": "print(1)", "l
 check("/run_code", "post", client.post("/run_code", json={
     "code": "int main() { return 0 }", "language": "cpp"}))
 check("/run_code", "post", client.post("/run_code", json={"code": "x", "language": "cobol"}))
+check("/run_code", "post", client.post("/run_code", json={
+    "code": "print(1)", "language": "python", "run_timeout": 3, "memory_limit_MB": 128}))
+check("/run_code", "post", client.post("/run_code", json={
+    "code": "print(1)", "language": "python", "run_timeout": -3}))
 check("/v1/ping", "get", client.get("/v1/ping"))
 token = check("/submissions", "post", client.post("/submissions", json={
     "source_code": "print(input())", "language_id": 71, "stdin": "z"})).json()["token"]
 check("/submissions", "post", client.post("/submissions", params={"wait": "true", "fields": "*"},
                                           json={"source_code": "print(1)", "language_id": 71}))
 check("/submissions", "post", client.post("/submissions", json={"source_code": "x", "language_id": 1}))
+check("/submissions", "post", client.post("/submissions", params={"wait": "true"}, json={
+    "source_code": "print(1)", "language_id": 71, "cpu_time_limit": 1, "wall_time_limit": 3,
+    "memory_limit": 131072, "max_processes_and_or_threads": 16}))
+check("/submissions", "post", client.post("/submissions", json={
+    "source_code": "print(1)", "language_id": 71, "memory_limit": 1e12}))
 check("/submissions/{token}", "get", client.get(f"/submissions/{token}", params={"fields": "*"}))
 check("/submissions/batch", "post", client.post("/submissions/batch", json={"submissions": [
     {"source_code": "print(1)", "language_id": 71}, {"source_code": "x", "language_id": 1}]}))
@@ -85,4 +98,9 @@ check("/api/v2/execute", "post", client.post("/api/v2/execute", json={
     "language": "cpp", "version": "*", "files": [{"content": "int main(){return 3;}"}]}))
 check("/api/v2/execute", "post", client.post("/api/v2/execute", json={
     "language": "python", "files": [{"content": "a"}, {"content": "b"}]}))
+check("/api/v2/execute", "post", client.post("/api/v2/execute", json={
+    "language": "cpp", "files": [{"content": "int main(){return 0;}"}], "run_timeout": 3000,
+    "compile_timeout": 20000, "run_memory_limit": 134217728, "compile_memory_limit": -1}))
+check("/api/v2/execute", "post", client.post("/api/v2/execute", json={
+    "language": "python", "files": [{"content": "print(1)"}], "run_timeout": -5}))
 print("all clients agree", flush=True)
