@@ -209,6 +209,54 @@ fn bad_lines_are_named_and_good_lines_still_scored() {
     assert!(stdout(&strict).is_empty());
 }
 
+/// A batch line may bring the program's own limits (`program_behaves.limits`,
+/// as datasets give a time limit per problem): the program runs under them,
+/// the same program under the profile's limits is another attempt, and a bad
+/// limit is a bad line naming its field.
+#[test]
+fn a_line_with_its_own_limits_runs_under_them() {
+    let dir = Dir::new();
+    let sleeper = r#"{"id": "ID", "program": "import time\ntime.sleep(2)\nprint('woke')\n", "expectation": {"conditions": [{"program_behaves": {"profile": "python", LIMITS"cases": [{"invocation": {"args": []}, "expected": {"stdout": {"equals": "woke"}}}]}}]}}"#;
+    let line = |id: &str, limits: &str| sleeper.replace("ID", id).replace("LIMITS", limits);
+    dir.write(
+        "batch.jsonl",
+        [
+            line("profile-limits", ""),
+            line("own-limits", r#""limits": {"timeout": "800ms", "memory": "64MiB"}, "#),
+            line("bad-limits", r#""limits": {"timeout": "forever"}, "#),
+            line("bad-key", r#""limits": {"timout": "1s"}, "#),
+        ]
+        .join("\n"),
+    );
+    let output = dir.run(&["score", "batch.jsonl", "--jobs", "1"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let errors = stderr(&output);
+    assert!(
+        errors.contains(
+            "batch.jsonl:3: field `expectation.conditions[0].program_behaves.limits.timeout`"
+        ) && errors.contains("forever"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("batch.jsonl:4:") && errors.contains("timout"),
+        "{errors}"
+    );
+    let lines = result_lines(&stdout(&output));
+    let by_id = |id: &str| {
+        lines
+            .iter()
+            .find(|line| line["id"] == id)
+            .unwrap_or_else(|| panic!("no result for {id}: {lines:?}"))
+            .clone()
+    };
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(by_id("profile-limits")["value"], true);
+    let own = by_id("own-limits");
+    assert_eq!(own["value"], false, "{own}");
+    assert_eq!(own["cases"][0]["outcome"], "timed_out", "{own}");
+    assert_ne!(own["observation_ids"], by_id("profile-limits")["observation_ids"]);
+}
+
 /// A batch line may name a language as harnesses spell it (`[languages]`):
 /// scored under its profile, sharing the profile's evidence, and an unknown
 /// name is a bad line that lists the names there are.
