@@ -287,21 +287,31 @@ class ProgramCase:
 @dataclass(frozen=True)
 class ProgramBehaves:
     """Run the program under a configured profile once per case (each in a
-    fresh sandbox) and check each result."""
+    fresh sandbox) and check each result.
+
+    ``limits`` and ``compile_limits`` are the program's own limits over the
+    profile's (its keys and units: ``{"timeout": "2s", "memory": "256MiB"}``;
+    ``cpus`` stays the profile's). They are part of the attempt: the same
+    program under other limits runs again."""
 
     runtime_profile_name: str
     cases: Sequence[ProgramCase]
+    limits: Optional[Mapping[str, Union[str, int]]] = None
+    compile_limits: Optional[Mapping[str, Union[str, int]]] = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cases", _items("ProgramBehaves", "cases", self.cases, ProgramCase))
 
     def _json(self) -> dict[str, JsonValue]:
-        return {
-            "program_behaves": {
-                "profile": self.runtime_profile_name,
-                "cases": [case._json() for case in self.cases],
-            }
+        behaves: dict[str, JsonValue] = {
+            "profile": self.runtime_profile_name,
+            "cases": [case._json() for case in self.cases],
         }
+        if self.limits is not None:
+            behaves["limits"] = dict(self.limits)
+        if self.compile_limits is not None:
+            behaves["compile_limits"] = dict(self.compile_limits)
+        return {"program_behaves": behaves}
 
 
 @dataclass(frozen=True)
