@@ -52,6 +52,9 @@ install_packages() {
     # The report's tests open it in a real headless browser.
     command -v chromium >/dev/null || missing+=(chromium)
     command -v unzip >/dev/null || missing+=(unzip)
+    # rusqlite links the system SQLite.
+    [ -e /usr/include/sqlite3.h ] || missing+=(libsqlite3-dev)
+    command -v pkg-config >/dev/null || missing+=(pkg-config)
     if [ "${#missing[@]}" -gt 0 ]; then
         log "installing ${missing[*]}"
         apt-get update -qq
