@@ -222,7 +222,10 @@ fn a_line_with_its_own_limits_runs_under_them() {
         "batch.jsonl",
         [
             line("profile-limits", ""),
-            line("own-limits", r#""limits": {"timeout": "800ms", "memory": "64MiB"}, "#),
+            line(
+                "own-limits",
+                r#""limits": {"timeout": "800ms", "memory": "64MiB"}, "#,
+            ),
             line("bad-limits", r#""limits": {"timeout": "forever"}, "#),
             line("bad-key", r#""limits": {"timout": "1s"}, "#),
         ]
@@ -254,7 +257,10 @@ fn a_line_with_its_own_limits_runs_under_them() {
     let own = by_id("own-limits");
     assert_eq!(own["value"], false, "{own}");
     assert_eq!(own["cases"][0]["outcome"], "timed_out", "{own}");
-    assert_ne!(own["observation_ids"], by_id("profile-limits")["observation_ids"]);
+    assert_ne!(
+        own["observation_ids"],
+        by_id("profile-limits")["observation_ids"]
+    );
 }
 
 /// A batch line may name a language as harnesses spell it (`[languages]`):

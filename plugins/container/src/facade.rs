@@ -197,7 +197,11 @@ impl<B: Backend> SandboxClient for Guarded<B> {
         variant: &'a RuntimeProfile,
         invocations: &'a [Invocation],
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        self.run_guarded(program, Chosen::Variant(Box::new(variant.clone())), invocations)
+        self.run_guarded(
+            program,
+            Chosen::Variant(Box::new(variant.clone())),
+            invocations,
+        )
     }
 
     fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
