@@ -143,9 +143,7 @@ impl<B: Backend> Guarded<B> {
                 let profile = match &chosen {
                     Chosen::Named(name) => backend.profile(name)?,
                     Chosen::Variant(variant) => {
-                        if !backend.profile(&variant.name)?.is_variant(variant) {
-                            return Err(SandboxError::not_a_variant(variant, false));
-                        }
+                        SandboxError::check_variant(backend.profile(&variant.name)?, variant)?;
                         variant
                     }
                 };

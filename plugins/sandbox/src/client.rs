@@ -61,7 +61,12 @@ pub trait SandboxClient: Send + Sync {
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         match self.profile(&variant.name) {
             Some(own) if own == variant => self.execute(program, &variant.name, invocations),
-            Some(_) => Box::pin(async move { Err(SandboxError::not_a_variant(variant, true)) }),
+            Some(_) => Box::pin(async move {
+                Err(SandboxError::NotAVariant {
+                    profile: variant.name.clone(),
+                    reason: "this backend runs programs under the profile's own limits only".into(),
+                })
+            }),
             None => Box::pin(async move {
                 Err(SandboxError::unknown_profile(
                     &variant.name,
@@ -195,17 +200,20 @@ impl SandboxError {
         }
     }
 
-    /// `NotAVariant` for `variant`: `limits_only` when it differs from its
-    /// profile in limits only (and the client cannot apply other limits).
-    pub fn not_a_variant(variant: &RuntimeProfile, limits_only: bool) -> SandboxError {
-        SandboxError::NotAVariant {
-            profile: variant.name.clone(),
-            reason: if limits_only {
-                "this backend runs programs under the profile's own limits only".into()
-            } else {
-                "a program's own limits may change the profile's limits, nothing else".into()
-            },
+    /// `Ok` when `variant` is `own` with other limits only (see
+    /// [`RuntimeProfile::is_variant`]), else `NotAVariant`: what a backend
+    /// that applies a program's own limits checks before it runs.
+    pub fn check_variant(
+        own: &RuntimeProfile,
+        variant: &RuntimeProfile,
+    ) -> Result<(), SandboxError> {
+        if own.is_variant(variant) {
+            return Ok(());
         }
+        Err(SandboxError::NotAVariant {
+            profile: variant.name.clone(),
+            reason: "a program's own limits may change the profile's limits, nothing else".into(),
+        })
     }
 
     /// Whether this is a passing infrastructure fault (worth retrying later)

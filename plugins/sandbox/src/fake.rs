@@ -194,9 +194,7 @@ impl SandboxClient for ScriptedClient {
             let Some(found) = self.profile(&variant.name) else {
                 return Err(SandboxError::unknown_profile(&variant.name, &self.profiles));
             };
-            if !found.is_variant(variant) {
-                return Err(SandboxError::not_a_variant(variant, false));
-            }
+            SandboxError::check_variant(found, variant)?;
             self.run(program, variant, invocations).await
         })
     }

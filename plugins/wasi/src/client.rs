@@ -389,9 +389,7 @@ impl SandboxClient for WasiClient {
         invocations: &'a [Invocation],
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         Box::pin(async move {
-            if !self.wasi_profile(&variant.name)?.is_variant(variant) {
-                return Err(SandboxError::not_a_variant(variant, false));
-            }
+            SandboxError::check_variant(self.wasi_profile(&variant.name)?, variant)?;
             self.run(program, variant, invocations).await
         })
     }

@@ -352,6 +352,14 @@ mod tests {
 
     const PROFILE: &str = "[profiles.python]\nbackend = \"docker\"\nimage = \"127.0.0.1:5000/python-sandbox@sha256:04523e07d3e8eff083d854274411456f0a069de00b901a826c97a9428f7bbac4\"\ncommand = [\"python3\"]\n";
 
+    /// The error of a config whose `[serve]` table holds `line` (line 7).
+    fn refusal(line: &str) -> String {
+        let text = format!("{PROFILE}\n[serve]\n{line}\n");
+        Config::parse(Path::new("c.toml"), &text)
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn the_serve_table_is_read_and_defaults_to_loopback() {
         let config = Config::parse(Path::new("c.toml"), PROFILE).unwrap();
@@ -432,19 +440,13 @@ mod tests {
             ("max_pids = 0", "c.toml:7: serve.max_pids: max_pids = 0"),
         ];
         for (line, expected) in cases {
-            let text = format!("{PROFILE}\n[serve]\n{line}\n");
-            let message = Config::parse(Path::new("c.toml"), &text)
-                .unwrap_err()
-                .to_string();
+            let message = refusal(line);
             assert!(
                 message.starts_with(expected),
                 "{message}\nwanted: {expected}"
             );
         }
-        let text = format!("{PROFILE}\n[serve]\nmax_pids = -1\n");
-        let message = Config::parse(Path::new("c.toml"), &text)
-            .unwrap_err()
-            .to_string();
+        let message = refusal("max_pids = -1");
         assert!(message.contains("max_pids"), "{message}");
     }
 
@@ -485,19 +487,13 @@ mod tests {
             ),
         ];
         for (line, expected) in cases {
-            let text = format!("{PROFILE}\n[serve]\n{line}\n");
-            let message = Config::parse(Path::new("c.toml"), &text)
-                .unwrap_err()
-                .to_string();
+            let message = refusal(line);
             assert!(
                 message.starts_with(expected),
                 "{message}\nwanted: {expected}"
             );
         }
-        let text = format!("{PROFILE}\n[serve]\nlisen = \"127.0.0.1:1\"\n");
-        let message = Config::parse(Path::new("c.toml"), &text)
-            .unwrap_err()
-            .to_string();
+        let message = refusal("lisen = \"127.0.0.1:1\"");
         assert!(
             message.contains("c.toml") && message.contains("line 7") && message.contains("lisen"),
             "{message}"
