@@ -17,8 +17,8 @@ use std::path::Path;
 use progscore_docker::{Capacity, DockerClient, DockerOptions, Endpoint, EngineOptions, TlsFiles};
 use progscore_runtime::backends::Backends;
 use progscore_sandbox::{
-    Invocation, Outcome, ProfileSpec, ProgramRun, RuntimeProfile, SandboxClient, TimeLimit,
-    sha256_hex,
+    ByteString, Invocation, Outcome, ProfileSpec, ProgramFiles, ProgramRun, RuntimeProfile,
+    SandboxClient, SandboxError, TimeLimit, sha256_hex,
 };
 use progscore_wasi::{WasiClient, WasiOptions};
 
@@ -257,6 +257,7 @@ battery!(
     a_compile_past_its_limits_is_a_compile_error,
     a_compiler_saying_the_disk_is_full_is_judged_by_the_disk_it_used,
     a_programs_own_limits_apply_and_nothing_else_may_change,
+    a_programs_files_are_beside_it_read_only_for_its_compile_and_cases,
 );
 
 /// A program that is its own build script: with `--build` it runs `build`,
@@ -944,4 +945,107 @@ async fn a_programs_own_limits_apply_and_nothing_else_may_change(kind: Kind) {
         err.to_string().contains("limits, nothing else"),
         "{kind:?}: {err}"
     );
+}
+
+/// Files a program brings (`SandboxClient::execute_with_files`) are in its
+/// folder, beside it, read-only, for every case and for its compile; the
+/// program alone does not see them; a file in the program's own place is
+/// refused before anything runs.
+async fn a_programs_files_are_beside_it_read_only_for_its_compile_and_cases(kind: Kind) {
+    let reader = "import os, sys\nhere = os.path.dirname(os.path.abspath(__file__))\nprint(open(os.path.join(here, 'data', 'in.txt')).read().strip(), sys.argv[1], open(os.path.join(here, 'raw.bin'), 'rb').read().hex())\nfor path in (os.path.join(here, 'data', 'in.txt'), os.path.join(here, 'new.txt')):\n    try:\n        open(path, 'a').write('x')\n        print('writable')\n    except OSError:\n        print('refused')\n";
+    let files = ProgramFiles::new([
+        ("data/in.txt".to_string(), ByteString::from("hello\n")),
+        ("raw.bin".to_string(), ByteString(vec![0, 255])),
+    ])
+    .unwrap();
+    let client = client(kind).await;
+    let profile = client
+        .profile(kind.profile())
+        .expect("the kind's profile")
+        .clone();
+    let invocations = [Invocation::with_args(["1"]), Invocation::with_args(["2"])];
+    let run = client
+        .execute_with_files(reader.as_bytes(), &profile, &files, &invocations)
+        .await
+        .unwrap_or_else(|e| panic!("{kind:?}: refused: {e}"));
+    for (event, case) in run.events.iter().zip(["1", "2"]) {
+        assert_eq!(
+            event.outcome,
+            Outcome::Exited { exit_code: 0 },
+            "{kind:?}: {run:?}"
+        );
+        assert_eq!(
+            event.stdout.data.to_string_lossy(),
+            format!("hello {case} 00ff\nrefused\nrefused\n"),
+            "{kind:?}: {run:?}"
+        );
+    }
+    let alone = client
+        .execute(reader.as_bytes(), kind.profile(), &invocations[..1])
+        .await
+        .unwrap_or_else(|e| panic!("{kind:?}: refused: {e}"));
+    assert_eq!(
+        alone.events[0].outcome,
+        Outcome::Exited { exit_code: 1 },
+        "{kind:?}: {alone:?}"
+    );
+    assert!(
+        alone.events[0]
+            .stderr
+            .data
+            .to_string_lossy()
+            .contains("FileNotFoundError"),
+        "{kind:?}: {alone:?}"
+    );
+
+    let source = if kind.is_wasi() {
+        "main.py".to_string()
+    } else {
+        profile
+            .program_path()
+            .trim_start_matches("/sandbox/")
+            .to_string()
+    };
+    let clash =
+        ProgramFiles::new([(source.clone(), ByteString::from("print('replaced')"))]).unwrap();
+    let err = client
+        .execute_with_files(reader.as_bytes(), &profile, &clash, &invocations)
+        .await
+        .expect_err("a file in the program's place");
+    assert!(
+        matches!(&err, SandboxError::InvalidFiles(invalid) if invalid.path() == Some(source.as_str())),
+        "{kind:?}: {err}"
+    );
+
+    if kind.is_wasi() {
+        return;
+    }
+    // In a container the program starts in its folder: relative paths
+    // find its files, as where it came from (a sandbox service's
+    // working folder); /tmp stays writable.
+    let relative = "import os\nprint(os.getcwd(), open('data/in.txt').read().strip())\nopen('/tmp/scratch', 'w').write('x')\n";
+    let run = client
+        .execute_with_files(relative.as_bytes(), &profile, &files, &invocations[..1])
+        .await
+        .unwrap_or_else(|e| panic!("{kind:?}: refused: {e}"));
+    assert_eq!(out(&run), "/sandbox hello\n", "{kind:?}: {run:?}");
+    let program = self_building(
+        "    print(open('/sandbox/data/in.txt').read().strip())\n",
+        "print(open('/sandbox/data/in.txt').read().strip(), sys.argv[1])\n",
+    );
+    let compiled = client
+        .profile(&kind.compiled_profile())
+        .expect("the compiled profile")
+        .clone();
+    let run = client
+        .execute_with_files(program.as_bytes(), &compiled, &files, &invocations[..1])
+        .await
+        .unwrap_or_else(|e| panic!("{kind:?}: refused: {e}"));
+    let compile = run.compile.as_ref().expect("a compile event");
+    assert!(compile.succeeded(), "{kind:?}: {compile:?}");
+    assert_eq!(
+        compile.event.stdout.data.to_string_lossy(),
+        "hello\nbuilt\n"
+    );
+    assert_eq!(out(&run), "hello 1\n", "{kind:?}: {run:?}");
 }

@@ -83,16 +83,27 @@ fn piston_clients_get_each_programs_stage_and_status() {
             .unwrap()
             .starts_with("language:")
     );
+    // Files after the first are placed beside the program, by name.
     let two_files = served.post_json(
         "/api/v2/execute",
-        &json!({"language": "python", "files": [{"content": "x"}, {"content": "y"}]}),
+        &json!({"language": "python", "version": "*", "files": [
+            {"content": "print(open('helper.txt').read().strip())"},
+            {"name": "helper.txt", "content": "aGVscGVk", "encoding": "base64"}]}),
     );
-    assert_eq!(two_files.status, 400);
+    assert_eq!(two_files.status, 200, "{}", two_files.json());
+    assert_eq!(two_files.json()["run"]["stdout"], "helped\n");
+    let bad_name = served.post_json(
+        "/api/v2/execute",
+        &json!({"language": "python", "files": [{"content": "x"}, {"name": "/etc/x", "content": "y"}]}),
+    );
+    assert_eq!(bad_name.status, 400);
     assert!(
-        two_files.json()["message"]
+        bad_name.json()["message"]
             .as_str()
             .unwrap()
-            .starts_with("files[1]")
+            .starts_with("files"),
+        "{}",
+        bad_name.json()
     );
     let nul_arg = served.post_json(
         "/api/v2/execute",

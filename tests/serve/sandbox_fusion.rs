@@ -88,12 +88,24 @@ fn bad_requests_are_refused_naming_the_field() {
     );
     assert_eq!(broken.status, 400);
     assert_eq!(broken.json()["error"]["field"], "language");
-    let files = served.post_json(
+    let outside = served.post_json(
         "/run_code",
-        &json!({"code": "print(1)", "language": "python", "files": {"data.txt": "aGk="}}),
+        &json!({"code": "print(1)", "language": "python", "files": {"../data.txt": "aGk="}}),
     );
-    assert_eq!(files.status, 400);
-    assert_eq!(files.json()["error"]["field"], "files.data.txt");
+    assert_eq!(outside.status, 400);
+    assert_eq!(outside.json()["error"]["field"], "files.../data.txt");
+    let not_base64 = served.post_json(
+        "/run_code",
+        &json!({"code": "print(1)", "language": "python", "files": {"data.txt": "not base64!"}}),
+    );
+    assert_eq!(not_base64.status, 400);
+    assert_eq!(not_base64.json()["error"]["field"], "files.data.txt");
+    let fetch = served.post_json(
+        "/run_code",
+        &json!({"code": "print(1)", "language": "python", "fetch_files": ["out.txt"]}),
+    );
+    assert_eq!(fetch.status, 400);
+    assert_eq!(fetch.json()["error"]["field"], "fetch_files");
 }
 
 #[test]

@@ -8,8 +8,8 @@ use progscore_docker::{DockerClient, DockerOptions, EngineReport};
 use progscore_oci::OciClient;
 pub use progscore_oci::OciOptions;
 use progscore_sandbox::{
-    Backend, BoxFuture, Invocation, Preflight, ProgramRun, RuntimeProfile, SandboxClient,
-    SandboxError,
+    Backend, BoxFuture, Invocation, Preflight, ProgramFiles, ProgramRun, RuntimeProfile,
+    SandboxClient, SandboxError,
 };
 use progscore_wasi::{WasiClient, WasiOptions, WorkerCommand};
 
@@ -200,6 +200,19 @@ impl SandboxClient for Backends {
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         match self.route(&variant.name) {
             Ok(client) => client.execute_variant(program, variant, invocations),
+            Err(error) => Box::pin(async move { Err(error) }),
+        }
+    }
+
+    fn execute_with_files<'a>(
+        &'a self,
+        program: &'a [u8],
+        variant: &'a RuntimeProfile,
+        files: &'a ProgramFiles,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        match self.route(&variant.name) {
+            Ok(client) => client.execute_with_files(program, variant, files, invocations),
             Err(error) => Box::pin(async move { Err(error) }),
         }
     }

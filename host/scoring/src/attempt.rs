@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use progscore_sandbox::{Invocation, RuntimeProfile, canonical_json, sha256_hex};
+use progscore_sandbox::{Invocation, ProgramFiles, RuntimeProfile, canonical_json, sha256_hex};
 use serde::Serialize;
 
 /// The identity of the program-execution evidence source, part of every
@@ -38,6 +38,9 @@ pub struct Attempt {
     /// run goes to the backend as this variant (its limits are in the
     /// fingerprint, so in the key).
     pub variant: Option<RuntimeProfile>,
+    /// The files placed beside the program (their digests are in the
+    /// fingerprint, so in the key); with files, `variant` is always set.
+    pub files: ProgramFiles,
 }
 
 #[derive(Serialize)]
@@ -90,12 +93,20 @@ impl Attempt {
             program_sha256: program_sha256.to_string(),
             invocations,
             variant: None,
+            files: ProgramFiles::default(),
         })
     }
 
     /// The same attempt, run as `variant` (see [`Attempt::variant`]).
     pub fn with_variant(mut self, variant: Option<RuntimeProfile>) -> Self {
         self.variant = variant;
+        self
+    }
+
+    /// The same attempt, with `files` beside the program (their digests
+    /// must already be in the fingerprint: [`ProgramFiles::keyed`]).
+    pub fn with_files(mut self, files: ProgramFiles) -> Self {
+        self.files = files;
         self
     }
 

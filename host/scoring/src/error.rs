@@ -86,6 +86,9 @@ pub enum ExpectationError {
         /// What is wrong.
         message: String,
     },
+    /// A file the program brings cannot be placed beside it.
+    #[error("files: {0}")]
+    Files(#[from] progscore_sandbox::InvalidFiles),
     /// An invocation cannot be delivered to a program as given.
     #[error("case {case} invocation `{field}` {message}")]
     Invocation {
@@ -146,6 +149,10 @@ impl ExpectationError {
             ExpectationError::Invocation { case, field, .. } => {
                 format!("{behaves}.cases[{case}].invocation.{field}")
             }
+            ExpectationError::Files(invalid) => match invalid.path() {
+                Some(path) => format!("{behaves}.files.{path}"),
+                None => format!("{behaves}.files"),
+            },
         }
     }
 }
@@ -182,6 +189,10 @@ pub enum ReplayRefusal {
         /// Which limits differ.
         detail: String,
     },
+    /// The expectation places other files beside the program than the run
+    /// had (or files where it had none, or none where it had some).
+    #[error("observation {id} ran with other files beside the program than the expectation's")]
+    OtherFiles { id: String },
     /// The expectation's invocations are not the ones that ran.
     #[error("observation {id} ran other invocations than the expectation's: {detail}")]
     OtherInvocations {

@@ -1,6 +1,6 @@
 //! What a program is expected to do: the serde shapes users write.
 
-use progscore_sandbox::{Invocation, PartialLimitsSpec, canonical_json, sha256_hex};
+use progscore_sandbox::{Invocation, PartialLimitsSpec, ProgramFiles, canonical_json, sha256_hex};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -38,6 +38,11 @@ pub struct ProgramBehaves {
     /// `compile_limits` (a profile with a compile step only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compile_limits: Option<PartialLimitsSpec>,
+    /// Files placed beside the program (its folder, read-only), seen by its
+    /// compile and every case: `{"data/in.txt": "text"}`, bytes that are
+    /// not UTF-8 as `{"base64": "..."}`. Part of the attempt's key.
+    #[serde(default, skip_serializing_if = "ProgramFiles::is_empty")]
+    pub files: ProgramFiles,
     /// The cases, in order; each is one invocation.
     pub cases: Vec<ProgramCase>,
 }
@@ -177,6 +182,7 @@ impl ScoringExpectation {
                 profile: profile.into(),
                 limits: None,
                 compile_limits: None,
+                files: ProgramFiles::default(),
                 cases,
             })],
         }
@@ -193,6 +199,15 @@ impl ScoringExpectation {
         for Condition::ProgramBehaves(behaves) in &mut self.conditions {
             behaves.limits = limits.clone();
             behaves.compile_limits = compile_limits.clone();
+        }
+        self
+    }
+
+    /// The same expectation with `files` placed beside the program (see
+    /// [`ProgramBehaves::files`]).
+    pub fn with_files(mut self, files: ProgramFiles) -> Self {
+        for Condition::ProgramBehaves(behaves) in &mut self.conditions {
+            behaves.files = files.clone();
         }
         self
     }

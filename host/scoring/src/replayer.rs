@@ -9,7 +9,9 @@ use progscore_evidence::{
     EvidenceStore, Observation, ObservationFilter, ScoreOrigin, ScoreRecord, StoreError,
     StoredScore,
 };
-use progscore_sandbox::{Invocation, Limits, PartialLimitsSpec, RuntimeProfile, sha256_hex};
+use progscore_sandbox::{
+    Invocation, Limits, PartialLimitsSpec, ProgramFiles, RuntimeProfile, sha256_hex,
+};
 use rayon::prelude::*;
 
 use crate::attempt::{Attempt, SOURCE_IDENTITY, attempt_key, belongs_to_attempt};
@@ -203,7 +205,13 @@ impl Replayer {
             ProgramInput::Inline(bytes) => sha256_hex(bytes),
             ProgramInput::Stored { sha256 } => sha256.clone(),
         };
-        let attempt = Attempt::new(&profile, &program_sha256, invocations_of(behaves))?;
+        let attempt = Attempt::from_parts(
+            &profile.name,
+            behaves.files.keyed(profile.fingerprint_json()),
+            &program_sha256,
+            invocations_of(behaves),
+        )?
+        .with_files(behaves.files.clone());
         let previous = match &request.item_id {
             Some(item_id) => self.store.latest_score_for_item(item_id)?,
             None => None,
@@ -253,6 +261,7 @@ impl Replayer {
                     .map_err(ExpectationError::limits)?,
             ),
         };
+        behaves.files.check_for(&profile)?;
         // An invocation the program cannot be given is the line's fault,
         // found before anything runs.
         profile
@@ -348,6 +357,9 @@ impl Replayer {
             .into());
         }
         check_limits(behaves, &stored)?;
+        if !behaves.files.are_keyed_in(&stored.profile_fingerprint) {
+            return Err(ReplayRefusal::OtherFiles { id }.into());
+        }
         let invocations = invocations_of(behaves);
         if invocations != stored.invocations {
             let detail = if invocations.len() != stored.invocations.len() {
@@ -403,7 +415,8 @@ impl Replayer {
             };
             let fits = observation.source == SOURCE_IDENTITY
                 && observation.invocations == attempt.invocations
-                && profile.resolves_to(&observation.profile_fingerprint);
+                && attempt.files.are_keyed_in(&observation.profile_fingerprint)
+                && profile.resolves_to(&ProgramFiles::unkeyed(&observation.profile_fingerprint));
             if !fits {
                 continue;
             }

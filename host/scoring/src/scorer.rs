@@ -104,17 +104,21 @@ impl ProgramExecutionScorer {
             .await
             .map_err(ScoringError::Refused)?
             .fingerprint;
+        // Files beside the program key the attempt too; they go to the
+        // backend with the profile it runs as.
         let (fingerprint, variant) = match profile {
-            Cow::Borrowed(_) => (resolved, None),
+            Cow::Borrowed(_) if behaves.files.is_empty() => (resolved, None),
+            Cow::Borrowed(profile) => (resolved, Some(profile.clone())),
             Cow::Owned(variant) => (variant.fingerprint_resolved_as(&resolved), Some(variant)),
         };
         let attempt = Attempt::from_parts(
             &behaves.profile,
-            fingerprint,
+            behaves.files.keyed(fingerprint),
             &program_sha256,
             invocations_of(behaves),
         )?
-        .with_variant(variant);
+        .with_variant(variant)
+        .with_files(behaves.files.clone());
         let evidence = self
             .source
             .observe(&attempt, &program, request.fresh, &request.cancel)

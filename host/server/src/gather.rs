@@ -33,14 +33,16 @@ enum Place {
     Alone,
 }
 
-/// Whether `job` may be gathered: one case, nothing but "run it" asked,
-/// for a served profile that builds programs, with gathering on.
+/// Whether `job` may be gathered: one case, nothing but "run it" asked, no
+/// files beside the program, for a served profile that builds programs,
+/// with gathering on.
 pub(crate) fn gathers(state: &AppState, job: &ProgramJob) -> bool {
     let settings = state.settings();
     !settings.gather.is_zero()
         && !settings.fresh
         && !job.fresh
         && job.expectation.is_none()
+        && job.files.is_empty()
         && job.invocations.len() == 1
         && state
             .served(&job.profile)

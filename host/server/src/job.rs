@@ -6,7 +6,7 @@
 //! dialect's own field names ([`Part`]).
 
 use progscore_runtime::serve::ServeSettings;
-use progscore_sandbox::{ByteString, Invocation, RuntimeProfile};
+use progscore_sandbox::{ByteString, Invocation, ProgramFiles, RuntimeProfile};
 use progscore_scoring::evidence::Observation;
 use progscore_scoring::{Score, ScoringExpectation};
 
@@ -33,6 +33,9 @@ pub struct ProgramJob {
     /// The program's own limits over its profile's (the dialect's limit
     /// fields); a job with an expectation carries them on it as well.
     pub limits: RequestLimits,
+    /// Files placed beside the program (the dialect's files fields); a job
+    /// with an expectation carries them on it as well.
+    pub files: ProgramFiles,
 }
 
 impl ProgramJob {
@@ -56,7 +59,14 @@ impl ProgramJob {
             expectation: None,
             item_id: None,
             limits: RequestLimits::default(),
+            files: ProgramFiles::default(),
         }
+    }
+
+    /// The same job with `files` beside the program.
+    pub fn with_files(mut self, files: ProgramFiles) -> ProgramJob {
+        self.files = files;
+        self
     }
 
     /// The same job under its own `limits` (see [`RequestLimits`]).

@@ -29,7 +29,7 @@ use axum::routing::{get, post};
 use futures_util::StreamExt;
 use progscore_runtime::batch::{Batch, BatchItem, BatchLineError};
 use progscore_runtime::results::{result_line, verdict_word};
-use progscore_sandbox::{ByteString, Invocation, PartialLimitsSpec};
+use progscore_sandbox::{ByteString, Invocation, PartialLimitsSpec, ProgramFiles};
 use progscore_scoring::{
     Condition, ObservationRef, ProgramInput, ReplayRefusal, ReplayRequest, RescoreRequest,
     ScoringError, ScoringExpectation,
@@ -259,6 +259,9 @@ struct RunRequest {
     /// The program's own limits over the profile's `compile_limits`.
     #[serde(default)]
     compile_limits: Option<PartialLimitsSpec>,
+    /// Files placed beside the program (as in `program_behaves`).
+    #[serde(default)]
+    files: ProgramFiles,
 }
 
 /// `POST /v1/run`.
@@ -286,6 +289,7 @@ async fn run(
             run: request.limits,
             compile: request.compile_limits,
         },
+        files: request.files,
     };
     let field = |part: Part| match part {
         Part::Program => "program".to_string(),
@@ -454,6 +458,7 @@ fn item_job(state: &AppState, item: BatchItem, fresh: bool) -> Result<ProgramJob
         fresh,
         item_id: Some(item.id),
         limits,
+        files: behaves.files.clone(),
         expectation: Some(item.expectation),
     })
 }

@@ -189,7 +189,7 @@ fn schemas() -> Value {
                 "compile_timeout": {"type": ["number", "null"], "description": "Seconds: the compile's wall-clock limit (ignored for a profile without a compile step)"},
                 "run_timeout": {"type": ["number", "null"], "description": "Seconds: the run's wall-clock limit"},
                 "memory_limit_MB": {"type": ["number", "null"], "description": "MiB: the run's memory limit; -1 the profile's"},
-                "files": {"type": "object", "maxProperties": 0}, "fetch_files": {"type": "array", "maxItems": 0}}});
+                "files": {"type": "object", "additionalProperties": {"type": ["string", "null"]}, "description": "relative path: base64; placed beside the program, read-only"}, "fetch_files": {"type": "array", "maxItems": 0}}});
     let judge0_request_schema = json!({"type": "object", "required": ["source_code", "language_id"],
             "properties": {"source_code": {"type": "string"}, "language_id": {"type": "integer"},
                 "stdin": string_or_null, "expected_output": string_or_null, "command_line_arguments": string_or_null,
@@ -205,7 +205,7 @@ fn schemas() -> Value {
                 "enable_network": {"enum": [false, null]}}});
     let piston_request_schema = json!({"type": "object", "required": ["language", "files"],
             "properties": {"language": {"type": "string"}, "version": {"type": "string"},
-                "files": {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "object", "required": ["content"],
+                "files": {"type": "array", "minItems": 1, "description": "files[0] is the program; the others are placed beside it by name", "items": {"type": "object", "required": ["content"],
                     "properties": {"name": {"type": "string"}, "content": {"type": "string"}, "encoding": {"enum": ["utf8", "base64"]}}}},
                 "stdin": {"type": "string"}, "args": {"type": "array", "items": {"type": "string"}},
                 "run_timeout": {"type": "number", "description": "ms: the run's wall-clock limit; -1 the profile's"},
@@ -242,7 +242,8 @@ fn schemas() -> Value {
         "RunRequest": {"type": "object", "required": ["program", "profile"],
             "properties": {"program": {"type": "string"}, "profile": {"type": "string"},
                 "invocations": {"type": "array", "items": schema("Invocation")},
-                "limits": schema("Limits"), "compile_limits": schema("Limits")}},
+                "limits": schema("Limits"), "compile_limits": schema("Limits"),
+                "files": {"type": "object", "description": "relative path: text (or {\"base64\": ...}); placed beside the program, read-only"}}},
         "InvocationEvent": {"type": "object", "required": ["outcome", "stdout", "stderr", "duration_ms"],
             "properties": {"outcome": {"enum": ["exited", "timed_out", "memory_limit", "sandbox_error", "not_run", "compile_error"]},
                 "exit_code": {"type": "integer"}, "stdout": stream.clone(), "stderr": stream,

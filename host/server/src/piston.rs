@@ -22,6 +22,9 @@
 //! The language is a served profile or a `[languages]` name; `version` is
 //! accepted whatever it says (one runtime per profile is served, and
 //! `/api/v2/runtimes` names it by progscore's version).
+//!
+//! `files[0]` is the program; the files after it are placed beside it, in
+//! its folder, by `name` (read-only, seen by the compile and the run).
 
 use std::sync::Arc;
 
@@ -33,7 +36,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use progscore_sandbox::{InvocationEvent, Outcome};
+use progscore_sandbox::{ByteString, InvocationEvent, Outcome, ProgramFiles};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -63,13 +66,33 @@ fn refusal(error: ApiError) -> Response {
 
 #[derive(Debug, Deserialize)]
 struct PistonFile {
+    /// The name of a file after the first (placed beside the program).
     #[serde(default)]
-    #[allow(dead_code)]
     name: Option<String>,
     content: String,
     /// `utf8` (the default) or `base64`.
     #[serde(default)]
     encoding: Option<String>,
+}
+
+impl PistonFile {
+    /// The content as bytes, by its `encoding`; a bad one names
+    /// `files[index]`.
+    fn decoded(&self, index: usize) -> Result<Vec<u8>, ApiError> {
+        match self.encoding.as_deref() {
+            None | Some("utf8") => Ok(self.content.clone().into_bytes()),
+            Some("base64") => BASE64.decode(&self.content).map_err(|error| {
+                ApiError::bad_field(
+                    format!("files[{index}].content"),
+                    format!("is not valid base64: {error}"),
+                )
+            }),
+            Some(other) => Err(ApiError::bad_field(
+                format!("files[{index}].encoding"),
+                format!("`{other}` is not supported (utf8 or base64)"),
+            )),
+        }
+    }
 }
 
 /// `POST /api/v2/execute`'s body. Timeouts (ms) and memory limits (bytes)
@@ -196,33 +219,37 @@ async fn execute_route(
             ),
         ));
     };
-    let program = match request.files.as_slice() {
-        [] => return refusal(ApiError::bad_field("files", "give the program as files[0]")),
-        [main] => match main.encoding.as_deref() {
-            None | Some("utf8") => main.content.clone().into_bytes(),
-            Some("base64") => match BASE64.decode(&main.content) {
-                Ok(bytes) => bytes,
-                Err(error) => {
-                    return refusal(ApiError::bad_field(
-                        "files[0].content",
-                        format!("is not valid base64: {error}"),
-                    ));
-                }
-            },
-            Some(other) => {
-                return refusal(ApiError::bad_field(
-                    "files[0].encoding",
-                    format!("`{other}` is not supported (utf8 or base64)"),
-                ));
-            }
+    let (program, others) = match request.files.split_first() {
+        None => return refusal(ApiError::bad_field("files", "give the program as files[0]")),
+        Some((main, others)) => match main.decoded(0) {
+            Ok(program) => (program, others),
+            Err(error) => return refusal(error),
         },
-        [_, ..] => {
-            return refusal(ApiError::bad_field(
-                "files[1]",
-                "one file only: progscore runs the program alone (send data on stdin)",
-            ));
-        }
     };
+    // The other files are placed beside the program, by name (Piston's
+    // own name for a file without one: `file<i>.code`).
+    let mut beside = Vec::with_capacity(others.len());
+    for (index, file) in others.iter().enumerate() {
+        let index = index + 1;
+        match file.decoded(index) {
+            Ok(bytes) => beside.push((
+                file.name
+                    .clone()
+                    .unwrap_or_else(|| format!("file{index}.code")),
+                ByteString(bytes),
+            )),
+            Err(error) => return refusal(error),
+        }
+    }
+    let files = match ProgramFiles::new(beside) {
+        Ok(files) => files,
+        Err(invalid) => return refusal(ApiError::bad_field("files", invalid.to_string())),
+    };
+    if let Some((served, _)) = state.served(profile)
+        && let Err(invalid) = files.check_for(served)
+    {
+        return refusal(ApiError::bad_field("files", invalid.to_string()));
+    }
     let compiles = state
         .served(profile)
         .is_some_and(|(served, _)| served.compile.is_some());
@@ -236,7 +263,8 @@ async fn execute_route(
         request.args,
         request.stdin.map(String::into_bytes),
     )
-    .with_limits(limits);
+    .with_limits(limits)
+    .with_files(files);
     let field = |part: Part| match part {
         Part::Program => "files[0].content".to_string(),
         Part::Invocations => "language".to_string(),

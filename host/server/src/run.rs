@@ -69,7 +69,8 @@ pub(crate) async fn run_alone(
         Some(expectation) => expectation,
         None => exits_zero(&job.profile, &job.invocations)
             .map_err(|e| JobError::Internal(format!("cannot build the expectation: {e}")))?
-            .with_limits(job.limits.run, job.limits.compile),
+            .with_limits(job.limits.run, job.limits.compile)
+            .with_files(job.files),
     };
     let cancel = state.run_token();
     // Dropping this future (the client went away) cancels the run; the task

@@ -20,6 +20,12 @@
 //! that compiles (ignored otherwise: the SDK sends it for every language);
 //! each within `[serve]`'s maxima, else 400 naming the field.
 //!
+//! Files: `files` (relative path → base64) are placed beside the program,
+//! in its folder (`/sandbox` on Docker and OCI, `/program` on WASI),
+//! read-only, seen by the compile and the run; they key the evidence like
+//! the program does. `fetch_files` is refused (400): the working folder is
+//! a tmpfs that ends with the sandbox, and only output is kept.
+//!
 //! `execution_time` is the program's own wall time, from its start (no
 //! container start-up or queue wait in it). Every response names its
 //! observation in `X-Progscore-Observation` and where the evidence came
@@ -34,7 +40,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use progscore_sandbox::{CapturedStream, InvocationEvent, Outcome};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use progscore_sandbox::{ByteString, CapturedStream, InvocationEvent, Outcome, ProgramFiles};
 use serde::{Deserialize, Serialize};
 
 use crate::body::JsonBody;
@@ -148,19 +156,24 @@ async fn run_code(
         )
         .into_response();
     };
-    if let Some(name) = request.files.keys().next() {
-        return ApiError::bad_field(
-            format!("files.{name}"),
-            "files beside the program are not supported: progscore runs the program alone (send data on stdin)",
-        )
-        .into_response();
-    }
     if !request.fetch_files.is_empty() {
         return ApiError::bad_field(
             "fetch_files",
-            "fetching files back is not supported: the program's stdout and stderr are returned",
+            "fetching files back is not supported: a program's working folder is a tmpfs that ends with its sandbox, and progscore keeps only what the program printed (print what you need)",
         )
         .into_response();
+    }
+    let files = match program_files(&request.files) {
+        Ok(files) => files,
+        Err(error) => return error.into_response(),
+    };
+    if let Some((served, _)) = state.served(profile)
+        && let Err(invalid) = files.check_for(served)
+    {
+        let field = invalid
+            .path()
+            .map_or_else(|| "files".to_string(), |path| format!("files.{path}"));
+        return ApiError::bad_field(field, invalid.to_string()).into_response();
     }
     let compiles = state
         .served(profile)
@@ -175,7 +188,8 @@ async fn run_code(
         Vec::new(),
         request.stdin.map(String::into_bytes),
     )
-    .with_limits(limits);
+    .with_limits(limits)
+    .with_files(files);
     let field = |part: Part| match part {
         Part::Program => "code".to_string(),
         Part::Invocations | Part::Args(_) => "language".to_string(),
@@ -206,6 +220,27 @@ async fn run_code(
         )))
         .into_response(),
     }
+}
+
+/// `files` (relative path → base64; `null` an empty file) as the files
+/// placed beside the program, in its folder.
+fn program_files(files: &BTreeMap<String, Option<String>>) -> Result<ProgramFiles, ApiError> {
+    let mut decoded = Vec::with_capacity(files.len());
+    for (path, content) in files {
+        let bytes = match content {
+            None => Vec::new(),
+            Some(text) => BASE64.decode(text).map_err(|e| {
+                ApiError::bad_field(format!("files.{path}"), format!("not base64: {e}"))
+            })?,
+        };
+        decoded.push((path.clone(), ByteString(bytes)));
+    }
+    ProgramFiles::new(decoded).map_err(|invalid| {
+        let field = invalid
+            .path()
+            .map_or_else(|| "files".to_string(), |path| format!("files.{path}"));
+        ApiError::bad_field(field, invalid.to_string())
+    })
 }
 
 /// The request's own limits: `run_timeout` (seconds) the run's wall-clock

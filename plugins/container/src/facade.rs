@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_sandbox::{
-    BoxFuture, Invocation, Owner, Preflight, ProgramRun, RuntimeProfile, SandboxClient,
-    SandboxError,
+    BoxFuture, Invocation, Owner, Preflight, ProgramFiles, ProgramRun, RuntimeProfile,
+    SandboxClient, SandboxError,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -30,11 +30,13 @@ pub trait Backend: Send + Sync + 'static {
     /// sum of its cleanup's own bounds.
     fn cleanup_bound(&self) -> Duration;
 
-    /// Runs a program (the profile is this backend's, already looked up).
+    /// Runs a program with its files (the profile is this backend's,
+    /// already looked up; the files checked against it).
     fn run(
         &self,
         program: &[u8],
         profile: &RuntimeProfile,
+        files: &ProgramFiles,
         invocations: &[Invocation],
         token: &CancellationToken,
     ) -> impl Future<Output = Result<ProgramRun, SandboxError>> + Send;
@@ -128,6 +130,7 @@ impl<B: Backend> Guarded<B> {
         &'a self,
         program: &'a [u8],
         chosen: Chosen,
+        files: ProgramFiles,
         invocations: &'a [Invocation],
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         let backend = self.backend.clone();
@@ -148,7 +151,10 @@ impl<B: Backend> Guarded<B> {
                     }
                 };
                 profile.check_invocations(&invocations)?;
-                backend.run(&program, profile, &invocations, &token).await
+                files.check_for(profile)?;
+                backend
+                    .run(&program, profile, &files, &invocations, &token)
+                    .await
             }
             .await;
             cleanup.done();
@@ -186,7 +192,12 @@ impl<B: Backend> SandboxClient for Guarded<B> {
         profile: &'a str,
         invocations: &'a [Invocation],
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        self.run_guarded(program, Chosen::Named(profile.to_string()), invocations)
+        self.run_guarded(
+            program,
+            Chosen::Named(profile.to_string()),
+            ProgramFiles::default(),
+            invocations,
+        )
     }
 
     fn execute_variant<'a>(
@@ -198,6 +209,22 @@ impl<B: Backend> SandboxClient for Guarded<B> {
         self.run_guarded(
             program,
             Chosen::Variant(Box::new(variant.clone())),
+            ProgramFiles::default(),
+            invocations,
+        )
+    }
+
+    fn execute_with_files<'a>(
+        &'a self,
+        program: &'a [u8],
+        variant: &'a RuntimeProfile,
+        files: &'a ProgramFiles,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        self.run_guarded(
+            program,
+            Chosen::Variant(Box::new(variant.clone())),
+            files.clone(),
             invocations,
         )
     }
@@ -257,6 +284,25 @@ macro_rules! delegate_sandbox_client {
                     &self.$field,
                     program,
                     variant,
+                    invocations,
+                )
+            }
+
+            fn execute_with_files<'a>(
+                &'a self,
+                program: &'a [u8],
+                variant: &'a $crate::__sandbox::RuntimeProfile,
+                files: &'a $crate::__sandbox::ProgramFiles,
+                invocations: &'a [$crate::__sandbox::Invocation],
+            ) -> $crate::__sandbox::BoxFuture<
+                'a,
+                Result<$crate::__sandbox::ProgramRun, $crate::__sandbox::SandboxError>,
+            > {
+                $crate::__sandbox::SandboxClient::execute_with_files(
+                    &self.$field,
+                    program,
+                    variant,
+                    files,
                     invocations,
                 )
             }

@@ -5,25 +5,47 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use progscore_sandbox::{CompileEvent, InvocationEvent, Outcome, RuntimeProfile, SandboxError};
+use progscore_sandbox::{
+    CompileEvent, InvocationEvent, Outcome, ProgramFiles, RuntimeProfile, SANDBOX_DIR, SandboxError,
+};
 use sha2::{Digest, Sha256};
 
 use crate::path_error::PathError;
 
 /// A 0700 folder holding the program file (0444). The container sees only
 /// the file, bind-mounted read-only, so the folder can stay private to root.
+/// A program with files gets a folder instead (`sandbox/`: the program and
+/// its files, all read-only), mounted as the program's folder.
 pub struct Workspace {
     dir: Option<tempfile::TempDir>,
+    /// What is mounted read-only, and where in the container.
     program: PathBuf,
+    program_target: String,
 }
 
 impl Workspace {
-    /// A workspace in `root`, the client's private owner folder.
-    pub fn create(root: &Path, program: &[u8]) -> std::io::Result<Workspace> {
+    /// A workspace in `root`, the client's private owner folder, for
+    /// `program` (and its `files`) under `profile`.
+    pub fn create(
+        root: &Path,
+        program: &[u8],
+        profile: &RuntimeProfile,
+        files: &ProgramFiles,
+    ) -> std::io::Result<Workspace> {
         let dir = tempfile::Builder::new()
             .prefix("progscore-ws-")
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(root)?;
+        if !files.is_empty() {
+            let folder = dir.path().join("sandbox");
+            std::fs::create_dir(&folder)?;
+            files.write_with_program(profile, program, &folder)?;
+            return Ok(Workspace {
+                dir: Some(dir),
+                program: folder,
+                program_target: SANDBOX_DIR.to_string(),
+            });
+        }
         let program_path = dir.path().join("program");
         // No fsync: the container reads the file through the page cache at
         // once, and a workspace is worthless after a crash anyway.
@@ -36,11 +58,19 @@ impl Workspace {
         Ok(Workspace {
             dir: Some(dir),
             program: program_path,
+            program_target: profile.program_path(),
         })
     }
 
+    /// The program's file, or its folder when it brings files.
     pub fn program_path(&self) -> &Path {
         &self.program
+    }
+
+    /// Where [`Workspace::program_path`] is mounted (read-only) in the
+    /// sandbox: the program's path, or the program's folder.
+    pub fn program_target(&self) -> &str {
+        &self.program_target
     }
 
     /// A fresh, empty build folder owned by `uid:gid` (the user the compile
@@ -62,10 +92,27 @@ impl Workspace {
         match self.dir.take() {
             Some(dir) => {
                 let path = dir.path().to_path_buf();
+                if self.program_target == SANDBOX_DIR {
+                    // Read-only folders cannot be emptied by a user without
+                    // CAP_DAC_OVERRIDE: writable again first.
+                    writable_folders(&self.program);
+                }
                 dir.close()
                     .map_err(|e| PathError::io("remove workspace", path, e))
             }
             None => Ok(()),
+        }
+    }
+}
+
+/// Makes `folder` and the folders below it writable by their owner again.
+fn writable_folders(folder: &Path) {
+    let _ = std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o700));
+    if let Ok(entries) = std::fs::read_dir(folder) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                writable_folders(&entry.path());
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_sandbox::{
-    Backend, Invocation, Owner, Preflight, ProgramRun, RuntimeProfile, SandboxError,
+    Backend, Invocation, Owner, Preflight, ProgramFiles, ProgramRun, RuntimeProfile, SandboxError,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -134,11 +134,12 @@ impl progscore_container::Backend for Inner {
         &self,
         program: &[u8],
         profile: &RuntimeProfile,
+        files: &ProgramFiles,
         invocations: &[Invocation],
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
         self.runner
-            .place(program, profile, invocations, token)
+            .place(program, profile, files, invocations, token)
             .await
     }
 

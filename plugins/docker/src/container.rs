@@ -86,9 +86,7 @@ pub(crate) fn container_spec(
         format!("rw,nosuid,nodev,size={},mode=1777", limits.tmp_bytes),
     )]);
 
-    let mounts = placement
-        .files
-        .mounts(profile, profile.build_writable(stage));
+    let mounts = placement.files.mounts(profile.build_writable(stage));
     let host_config = HostConfig {
         network_mode: Some("none".into()),
         log_config: Some(HostConfigLogConfig {
@@ -126,7 +124,7 @@ pub(crate) fn container_spec(
                 .clone()
                 .unwrap_or_else(|| progscore_sandbox::profile::DEFAULT_DOCKER_USER.to_string()),
         ),
-        working_dir: Some("/tmp".into()),
+        working_dir: Some(placement.files.working_dir().into()),
         hostname: Some("sandbox".into()),
         network_disabled: Some(true),
         attach_stdin: Some(with_stdin),

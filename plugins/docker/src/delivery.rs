@@ -21,7 +21,7 @@ use bollard::query_parameters::{
     RemoveContainerOptionsBuilder, RemoveVolumeOptionsBuilder, UploadToContainerOptionsBuilder,
 };
 use futures_util::TryStreamExt;
-use progscore_sandbox::{BUILD_PATH, RuntimeProfile, SANDBOX_DIR};
+use progscore_sandbox::{BUILD_PATH, ProgramFiles, RuntimeProfile, SANDBOX_DIR};
 
 use crate::engine::describe;
 use crate::held::{ActiveContainers, InUse};
@@ -31,29 +31,44 @@ use crate::options::OWNER_LABEL;
 pub(crate) enum Files<'a> {
     /// Bind mounts from this host's workspace.
     Host {
+        /// The program's file, or its folder when it brings files.
         program: &'a Path,
+        /// Where `program` is mounted.
+        program_target: &'a str,
         build: Option<&'a Path>,
     },
     /// Volumes on the engine (by name).
     Volumes {
         sandbox: &'a str,
         build: Option<&'a str>,
+        /// Whether the program brought files (in the sandbox volume).
+        with_files: bool,
     },
 }
 
 impl Files<'_> {
+    /// Where the program starts: its folder when it brought files (so that
+    /// relative paths find them, as where it came from), else `/tmp`.
+    pub(crate) fn working_dir(&self) -> &'static str {
+        let with_files = match self {
+            Files::Host { program_target, .. } => *program_target == SANDBOX_DIR,
+            Files::Volumes { with_files, .. } => *with_files,
+        };
+        if with_files { SANDBOX_DIR } else { "/tmp" }
+    }
+
     /// The container's mounts: the program read-only; the build folder
     /// writable for the compile, read-only for the cases.
-    pub(crate) fn mounts(
-        &self,
-        profile: &RuntimeProfile,
-        build_writable: Option<bool>,
-    ) -> Vec<Mount> {
+    pub(crate) fn mounts(&self, build_writable: Option<bool>) -> Vec<Mount> {
         let mut mounts = Vec::new();
         match self {
-            Files::Host { program, build } => {
+            Files::Host {
+                program,
+                program_target,
+                build,
+            } => {
                 mounts.push(Mount {
-                    target: Some(profile.program_path()),
+                    target: Some(program_target.to_string()),
                     source: Some(program.display().to_string()),
                     typ: Some(MountType::BIND),
                     read_only: Some(true),
@@ -69,7 +84,7 @@ impl Files<'_> {
                     });
                 }
             }
-            Files::Volumes { sandbox, build } => {
+            Files::Volumes { sandbox, build, .. } => {
                 mounts.push(volume_mount(sandbox, SANDBOX_DIR, true));
                 if let (Some(writable), Some(build)) = (build_writable, build) {
                     mounts.push(volume_mount(build, BUILD_PATH, !writable));
@@ -101,6 +116,7 @@ fn volume_mount(name: &str, target: &str, read_only: bool) -> Mount {
 pub(crate) struct EngineFiles<'a> {
     pub sandbox: String,
     pub build: Option<String>,
+    with_files: bool,
     /// The compile's bound on the build (`compile_limits.build`): no more
     /// than this is copied back.
     build_limit: Option<u64>,
@@ -109,14 +125,16 @@ pub(crate) struct EngineFiles<'a> {
 }
 
 impl<'a> EngineFiles<'a> {
-    /// Creates the volumes and the loader, and copies the program in (and
-    /// an empty build folder owned by the profile's user, 0700).
+    /// Creates the volumes and the loader, and copies the program and its
+    /// files in (and an empty build folder owned by the profile's user,
+    /// 0700).
     pub(crate) async fn create(
         docker: &Docker,
         active: &'a ActiveContainers,
         owner: &str,
         profile: &RuntimeProfile,
         program: &[u8],
+        program_files: &ProgramFiles,
         engine_timeout: Duration,
     ) -> Result<EngineFiles<'a>, (String, Option<EngineFiles<'a>>)> {
         let base = format!("progscore-{}", progscore_sandbox::owner::random_hex());
@@ -130,6 +148,7 @@ impl<'a> EngineFiles<'a> {
         let files = EngineFiles {
             sandbox,
             build,
+            with_files: !program_files.is_empty(),
             build_limit: profile
                 .limits_of(progscore_sandbox::Stage::Compile)
                 .build_bytes,
@@ -178,7 +197,7 @@ impl<'a> EngineFiles<'a> {
             let (message, _) = bounded(format!("creating loader {}", files.loader))(e);
             return Err((message, Some(files)));
         }
-        let archive = match program_archive(profile, program) {
+        let archive = match program_archive(profile, program, program_files) {
             Ok(archive) => archive,
             Err(e) => return Err((format!("packing the program: {e}"), Some(files))),
         };
@@ -200,6 +219,7 @@ impl<'a> EngineFiles<'a> {
         Files::Volumes {
             sandbox: &self.sandbox,
             build: self.build.as_deref(),
+            with_files: self.with_files,
         }
     }
 
@@ -316,10 +336,14 @@ async fn bound<T>(
     }
 }
 
-/// A tar of `sandbox/<source>` (root's, 0444) and, for a profile that
-/// compiles, `build/` (the profile user's, 0700): what the bind mounts of a
-/// local workspace give.
-fn program_archive(profile: &RuntimeProfile, program: &[u8]) -> std::io::Result<Vec<u8>> {
+/// A tar of `sandbox/<source>` and the program's files (root's, 0444, in
+/// folders of 0555) and, for a profile that compiles, `build/` (the profile
+/// user's, 0700): what the bind mounts of a local workspace give.
+fn program_archive(
+    profile: &RuntimeProfile,
+    program: &[u8],
+    files: &ProgramFiles,
+) -> std::io::Result<Vec<u8>> {
     let mut archive = tar::Builder::new(Vec::new());
     let entry = |path: &str, kind: tar::EntryType, mode: u32, (uid, gid): (u32, u32), size: u64| {
         let mut header = tar::Header::new_gnu();
@@ -349,6 +373,35 @@ fn program_archive(profile: &RuntimeProfile, program: &[u8]) -> std::io::Result<
         program.len() as u64,
     );
     archive.append_data(&mut header, path, program)?;
+    let mut folders = std::collections::BTreeSet::new();
+    for (relative, bytes) in files.iter() {
+        let mut parent = std::path::Path::new(relative).parent();
+        let mut missing = Vec::new();
+        while let Some(folder) = parent.filter(|p| !p.as_os_str().is_empty()) {
+            missing.push(folder.to_string_lossy().into_owned());
+            parent = folder.parent();
+        }
+        for folder in missing.into_iter().rev() {
+            if folders.insert(folder.clone()) {
+                let (mut header, path) = entry(
+                    &format!("{sandbox}/{folder}/"),
+                    tar::EntryType::Directory,
+                    0o555,
+                    (0, 0),
+                    0,
+                );
+                archive.append_data(&mut header, path, std::io::empty())?;
+            }
+        }
+        let (mut header, path) = entry(
+            &format!("{sandbox}/{relative}"),
+            tar::EntryType::Regular,
+            0o444,
+            (0, 0),
+            bytes.len() as u64,
+        );
+        archive.append_data(&mut header, path, bytes)?;
+    }
     if profile.compile.is_some() {
         let build = format!("{}/", BUILD_PATH.trim_start_matches('/'));
         let (mut header, path) = entry(

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use progscore_container::{BuildDisk, Cases, Load, Schedule, Workspace, compile_event};
 use progscore_sandbox::{
-    CompileEvent, Invocation, InvocationEvent, Outcome, ProgramRun, RuntimeProfile, SandboxError,
-    Stage, sha256_hex,
+    CompileEvent, Invocation, InvocationEvent, Outcome, ProgramFiles, ProgramRun, RuntimeProfile,
+    SandboxError, Stage, sha256_hex,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -66,6 +66,7 @@ impl Runner {
         &self,
         program: &[u8],
         profile: &RuntimeProfile,
+        files: &ProgramFiles,
         invocations: &[Invocation],
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
@@ -82,7 +83,7 @@ impl Runner {
                 }
             };
             match self
-                .run_on(&lease, program, profile, invocations, token)
+                .run_on(&lease, program, profile, files, invocations, token)
                 .await
             {
                 Ok(mut run) => {
@@ -126,6 +127,7 @@ impl Runner {
         lease: &Lease<'_>,
         program: &[u8],
         profile: &RuntimeProfile,
+        files: &ProgramFiles,
         invocations: &[Invocation],
         token: &CancellationToken,
     ) -> Result<ProgramRun, CallFault> {
@@ -148,7 +150,7 @@ impl Runner {
             .remove_leftovers(owner, self.options.engine_timeout)
             .await;
         self.pool.forget_leftovers_if_none();
-        let workspace = Workspace::create(owner.dir(), program).map_err(|e| {
+        let workspace = Workspace::create(owner.dir(), program, profile, files).map_err(|e| {
             CallFault::Unavailable(SandboxError::Setup {
                 message: format!(
                     "cannot create a workspace under {}: {e}",
@@ -175,6 +177,7 @@ impl Runner {
                 owner.name(),
                 profile,
                 program,
+                files,
                 self.options.engine_timeout,
             )
             .await
@@ -190,6 +193,7 @@ impl Runner {
             Some(remote) => remote.files(),
             None => Files::Host {
                 program: workspace.program_path(),
+                program_target: workspace.program_target(),
                 build: build_dir.as_deref(),
             },
         };

@@ -65,8 +65,11 @@ pub(crate) struct Placement<'a> {
     pub rootfs: &'a Path,
     /// The image's configured environment (`Env`).
     pub image_env: &'a [String],
-    /// The program's file on the host, bind-mounted read-only.
+    /// The program's file on the host (or its folder, when it brings
+    /// files), bind-mounted read-only.
     pub program_on_host: &'a Path,
+    /// Where it is mounted: the program's path, or its folder.
+    pub program_target: &'a str,
     /// The build folder on the host, for profiles that compile.
     pub build_on_host: Option<&'a Path>,
     /// `linux.cgroupsPath`: the container's cgroup below its invocation's.
@@ -125,7 +128,15 @@ pub(crate) fn spec(
         .user(UserBuilder::default().uid(uid).gid(gid).build()?)
         .args(argv.clone())
         .env(env)
-        .cwd("/tmp")
+        // With files, the program starts in its folder (relative paths
+        // find them, as where it came from).
+        .cwd(
+            if placement.program_target == progscore_sandbox::SANDBOX_DIR {
+                progscore_sandbox::SANDBOX_DIR
+            } else {
+                "/tmp"
+            },
+        )
         .capabilities(
             LinuxCapabilitiesBuilder::default()
                 .bounding(none.clone())
@@ -260,7 +271,7 @@ fn mounts(
             &["nosuid", "nodev", "mode=1777", &tmp_size],
         )?,
         MountBuilder::default()
-            .destination(profile.program_path())
+            .destination(placement.program_target)
             .typ("bind")
             .source(placement.program_on_host)
             .options(strings(&["rbind", "ro", "nosuid", "nodev", "rprivate"]))
@@ -339,10 +350,12 @@ pub fn container_config(
     cgroups_path: &str,
     args: &[String],
 ) -> Result<String, OciSpecError> {
+    let program_target = profile.program_path();
     let placement = Placement {
         rootfs,
         image_env,
         program_on_host,
+        program_target: &program_target,
         cgroups_path: cgroups_path.to_string(),
         runtime: RuntimeKind::of(profile.runtime.as_deref().unwrap_or("runc")),
         home: home_of(rootfs, profile),
@@ -372,6 +385,7 @@ mod tests {
             rootfs: Path::new("/cache/rootfs"),
             image_env: &["PATH=/usr/bin".to_string(), "HOME=/image-home".to_string()],
             program_on_host: Path::new("/private/workspace/program"),
+            program_target: "/sandbox/main.py",
             build_on_host: None,
             cgroups_path: "/progscore/owner/invocation/ctr".into(),
             runtime,
@@ -394,6 +408,7 @@ mod tests {
             rootfs: Path::new("/cache/rootfs"),
             image_env: &[],
             program_on_host: Path::new("/ws/program"),
+            program_target: "/sandbox/main.c",
             build_on_host: Some(Path::new("/ws/build")),
             cgroups_path: "/progscore/owner/invocation/ctr".into(),
             runtime: RuntimeKind::Runc,

@@ -11,8 +11,8 @@ use progscore_container::{
     BuildDisk, Cases, Cgroups, Guarded, Load, Schedule, Workspace, compile_event,
 };
 use progscore_sandbox::{
-    Backend, Invocation, InvocationEvent, Owner, Preflight, ProgramRun, RuntimeProfile,
-    SandboxError, Stage, sha256_hex,
+    Backend, Invocation, InvocationEvent, Owner, Preflight, ProgramFiles, ProgramRun,
+    RuntimeProfile, SandboxError, Stage, sha256_hex,
 };
 use tokio::sync::{Mutex, OnceCell};
 use tokio_util::sync::CancellationToken;
@@ -136,10 +136,12 @@ impl progscore_container::Backend for Inner {
         &self,
         program: &[u8],
         profile: &RuntimeProfile,
+        files: &ProgramFiles,
         invocations: &[Invocation],
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
-        self.run_program(program, profile, invocations, token).await
+        self.run_program(program, profile, files, invocations, token)
+            .await
     }
 
     async fn preflight(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
@@ -259,16 +261,19 @@ impl Inner {
         &self,
         program: &[u8],
         profile: &RuntimeProfile,
+        files: &ProgramFiles,
         invocations: &[Invocation],
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
         let (cgroups, runtime, image) = self.ready(profile).await?;
         let workspace =
-            Workspace::create(self.owner.dir(), program).map_err(|e| SandboxError::Setup {
-                message: format!(
-                    "cannot create a workspace under {}: {e}",
-                    self.owner.dir().display()
-                ),
+            Workspace::create(self.owner.dir(), program, profile, files).map_err(|e| {
+                SandboxError::Setup {
+                    message: format!(
+                        "cannot create a workspace under {}: {e}",
+                        self.owner.dir().display()
+                    ),
+                }
             })?;
         let build_dir = workspace.build_dir_for(profile)?;
         let context = InvocationContext {
@@ -282,6 +287,7 @@ impl Inner {
             load: &self.load,
             cpus: self.cpus,
             program_on_host: workspace.program_path(),
+            program_target: workspace.program_target(),
             stage: Stage::Case,
             build_on_host: build_dir.as_deref(),
             token,

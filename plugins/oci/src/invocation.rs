@@ -76,6 +76,9 @@ pub(crate) struct InvocationContext<'a> {
     pub load: &'a Load,
     pub cpus: usize,
     pub program_on_host: &'a Path,
+    /// Where `program_on_host` is mounted: the program's path, or its
+    /// folder when it brings files.
+    pub program_target: &'a str,
     /// The compile (writable build folder) or a case (read-only).
     pub stage: Stage,
     pub build_on_host: Option<&'a Path>,
@@ -228,6 +231,7 @@ fn prepare(
         rootfs: &context.image.rootfs,
         image_env: &context.image.env,
         program_on_host: context.program_on_host,
+        program_target: context.program_target,
         build_on_host: context.build_on_host,
         cgroups_path: cgroup.runtime_path(LEAF),
         runtime: context.runtime.kind,

@@ -5,6 +5,7 @@ use std::pin::Pin;
 
 use thiserror::Error;
 
+use crate::files::{InvalidFiles, ProgramFiles};
 use crate::invocation::{InvalidInvocation, Invocation};
 use crate::profile::RuntimeProfile;
 use crate::run::ProgramRun;
@@ -74,6 +75,30 @@ pub trait SandboxClient: Send + Sync {
                 ))
             }),
         }
+    }
+
+    /// Runs `program` with `files` placed beside it (in its folder,
+    /// read-only, seen by the compile step and every invocation) under
+    /// `variant` (a profile of this client, or one with other limits, as
+    /// for [`SandboxClient::execute_variant`]). With no files this is
+    /// `execute_variant`; by default, files are refused
+    /// ([`SandboxError::FilesUnsupported`]): a backend that can place them
+    /// overrides this.
+    fn execute_with_files<'a>(
+        &'a self,
+        program: &'a [u8],
+        variant: &'a RuntimeProfile,
+        files: &'a ProgramFiles,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        if files.is_empty() {
+            return self.execute_variant(program, variant, invocations);
+        }
+        Box::pin(async move {
+            Err(SandboxError::FilesUnsupported {
+                profile: variant.name.clone(),
+            })
+        })
     }
 
     /// Checks, before anything runs, that `profile` can run here (engine
@@ -179,6 +204,12 @@ pub enum SandboxError {
     /// that differs from its profile in more than limits.
     #[error("profile `{profile}`: {reason}")]
     NotAVariant { profile: String, reason: String },
+    /// Files a program brings that cannot be placed as given.
+    #[error(transparent)]
+    InvalidFiles(#[from] InvalidFiles),
+    /// A backend that cannot place files beside a program.
+    #[error("profile `{profile}`: this backend cannot place files beside a program")]
+    FilesUnsupported { profile: String },
     /// Any other fault before the run started (workspace creation, ...).
     #[error("sandbox setup failed: {message}")]
     Setup { message: String },

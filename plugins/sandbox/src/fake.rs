@@ -25,6 +25,8 @@ pub struct FakeRequest {
     pub invocations: Vec<Invocation>,
     /// The limits it ran under: the profile's, or a variant's.
     pub limits: crate::profile::Limits,
+    /// The files placed beside the program.
+    pub files: crate::files::ProgramFiles,
 }
 
 type Responder = dyn Fn(&FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> + Send + Sync;
@@ -135,9 +137,11 @@ impl ScriptedClient {
         &self,
         program: &[u8],
         profile: &RuntimeProfile,
+        files: &crate::files::ProgramFiles,
         invocations: &[Invocation],
     ) -> Result<ProgramRun, SandboxError> {
         profile.check_invocations(invocations)?;
+        files.check_for(profile)?;
         self.counters.started.fetch_add(1, Ordering::SeqCst);
         let mut guard = CancelGuard {
             counters: self.counters.clone(),
@@ -151,6 +155,7 @@ impl ScriptedClient {
             profile: profile.name.clone(),
             invocations: invocations.to_vec(),
             limits: profile.limits.clone(),
+            files: files.clone(),
         };
         let result = (self.responder)(&request).map(|events| ProgramRun {
             profile: profile.name.clone(),
@@ -180,7 +185,8 @@ impl SandboxClient for ScriptedClient {
             let Some(found) = self.profile(profile) else {
                 return Err(SandboxError::unknown_profile(profile, &self.profiles));
             };
-            self.run(program, found, invocations).await
+            self.run(program, found, &Default::default(), invocations)
+                .await
         })
     }
 
@@ -195,7 +201,24 @@ impl SandboxClient for ScriptedClient {
                 return Err(SandboxError::unknown_profile(&variant.name, &self.profiles));
             };
             SandboxError::check_variant(found, variant)?;
-            self.run(program, variant, invocations).await
+            self.run(program, variant, &Default::default(), invocations)
+                .await
+        })
+    }
+
+    fn execute_with_files<'a>(
+        &'a self,
+        program: &'a [u8],
+        variant: &'a RuntimeProfile,
+        files: &'a crate::files::ProgramFiles,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        Box::pin(async move {
+            let Some(found) = self.profile(&variant.name) else {
+                return Err(SandboxError::unknown_profile(&variant.name, &self.profiles));
+            };
+            SandboxError::check_variant(found, variant)?;
+            self.run(program, variant, files, invocations).await
         })
     }
 

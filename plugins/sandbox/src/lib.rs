@@ -13,6 +13,7 @@ pub mod canonical;
 pub mod capture;
 pub mod client;
 pub mod fake;
+pub mod files;
 pub mod invocation;
 pub mod owner;
 pub mod profile;
@@ -23,6 +24,7 @@ pub use bytes::ByteString;
 pub use canonical::{canonical_json, sha256_hex};
 pub use capture::StreamCapture;
 pub use client::{BoxFuture, Preflight, SandboxClient, SandboxError};
+pub use files::{InvalidFiles, MAX_FILES, MAX_FILES_BYTES, ProgramFiles};
 pub use invocation::{Invocation, InvocationError, MAX_ARG_BYTES, MAX_ARGV_BYTES, MAX_STDIN_BYTES};
 pub use owner::{
     CleanupPending, DeadOwner, Owner, OwnerError, default_owner_root, ensure_private_root,

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use progscore_sandbox::{
-    Backend, BoxFuture, Invocation, InvocationEvent, Outcome, Owner, Preflight, ProgramRun,
-    Provenance, RuntimeProfile, SandboxClient, SandboxError, sha256_hex,
+    Backend, BoxFuture, Invocation, InvocationEvent, Outcome, Owner, Preflight, ProgramFiles,
+    ProgramRun, Provenance, RuntimeProfile, SandboxClient, SandboxError, sha256_hex,
 };
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -158,13 +158,17 @@ impl WasiClient {
         &self,
         program: &[u8],
         profile: &RuntimeProfile,
+        files: &ProgramFiles,
         invocations: &[Invocation],
     ) -> Result<ProgramRun, SandboxError> {
         profile.check_invocations(invocations)?;
+        // The guest's program is `main.py` in its folder, whatever the
+        // profile's `source`.
+        files.check_source("main.py", GUEST_PROGRAM_PATH)?;
         let prepared = self.prepared(profile).await?;
         // Declared before any job: dropped after them, so if this future is
         // dropped, the running job is stopped first and the folders go after.
-        let workspace = Workspace::create(self.owner.dir(), program)?;
+        let workspace = Workspace::create(self.owner.dir(), program, files)?;
         let mut events = Vec::with_capacity(invocations.len());
         let mut warnings = Vec::new();
         let mut fault: Option<String> = None;
@@ -378,7 +382,8 @@ impl SandboxClient for WasiClient {
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         Box::pin(async move {
             let profile = self.wasi_profile(profile)?;
-            self.run(program, profile, invocations).await
+            self.run(program, profile, &ProgramFiles::default(), invocations)
+                .await
         })
     }
 
@@ -390,7 +395,21 @@ impl SandboxClient for WasiClient {
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         Box::pin(async move {
             SandboxError::check_variant(self.wasi_profile(&variant.name)?, variant)?;
-            self.run(program, variant, invocations).await
+            self.run(program, variant, &ProgramFiles::default(), invocations)
+                .await
+        })
+    }
+
+    fn execute_with_files<'a>(
+        &'a self,
+        program: &'a [u8],
+        variant: &'a RuntimeProfile,
+        files: &'a ProgramFiles,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        Box::pin(async move {
+            SandboxError::check_variant(self.wasi_profile(&variant.name)?, variant)?;
+            self.run(program, variant, files, invocations).await
         })
     }
 

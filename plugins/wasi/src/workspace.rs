@@ -5,11 +5,12 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use progscore_sandbox::SandboxError;
+use progscore_sandbox::{ProgramFiles, SandboxError};
 
 use crate::artifact;
 
-/// A private folder per `execute` call: `program/main.py` and one scratch
+/// A private folder per `execute` call: `program/main.py` (and the
+/// program's files beside it) and one scratch
 /// folder per invocation. Removed by [`Workspace::close`], or by `Drop` when the
 /// call is cancelled.
 pub(crate) struct Workspace {
@@ -17,7 +18,11 @@ pub(crate) struct Workspace {
 }
 
 impl Workspace {
-    pub(crate) fn create(root: &Path, program: &[u8]) -> Result<Self, SandboxError> {
+    pub(crate) fn create(
+        root: &Path,
+        program: &[u8],
+        files: &ProgramFiles,
+    ) -> Result<Self, SandboxError> {
         let setup = |what: &str, e: std::io::Error| SandboxError::Setup {
             message: format!("could not {what} in {}: {e}", root.display()),
         };
@@ -37,6 +42,22 @@ impl Workspace {
             .map_err(|e| setup("write the program", e))?;
         file.write_all(program)
             .map_err(|e| setup("write the program", e))?;
+        // The program's files beside it (the folder is preopened read-only,
+        // so the guest cannot change them; the folders stay the owner's, so
+        // the workspace can be removed without privileges).
+        for (path, bytes) in files.iter() {
+            let target = program_dir.join(path);
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent).map_err(|e| setup("create a file's folder", e))?;
+            }
+            fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o444)
+                .open(&target)
+                .and_then(|mut file| file.write_all(bytes))
+                .map_err(|e| setup(&format!("write the file `{path}`"), e))?;
+        }
         Ok(Workspace { dir })
     }
 

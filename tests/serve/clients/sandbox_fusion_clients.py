@@ -10,6 +10,7 @@ one line per check and exits non-zero on the first wrong conclusion.
 """
 
 import asyncio
+import base64
 import importlib.util
 import sys
 
@@ -69,6 +70,27 @@ for language in PROGRAMS:
         response = run_code(request, max_attempts=1)
         check(f"sdk run_code {language} {kind}", sdk_expectation(language, kind, response),
               response)
+
+
+# Files beside the program: read by a relative path (the program starts in
+# its folder), and included by the C++ compile; other content, another run.
+def with_files(language, code, files):
+    encoded = {name: base64.b64encode(data).decode() for name, data in files.items()}
+    return run_code(RunCodeRequest(code=code, language=language, files=encoded, run_timeout=5),
+                    max_attempts=1)
+
+
+for content in (b"7\n", b"8\n"):
+    read = with_files("python", "print(int(open('data/n.txt').read()) ** 2)",
+                      {"data/n.txt": content})
+    check(f"sdk run_code python files {content!r}",
+          read.status == RunStatus.Success
+          and read.run_result.stdout.strip() == str(int(content) ** 2), read)
+included = with_files(
+    "cpp", '#include <cstdio>\n#include "square.h"\nint main() { printf("%d\\n", square(3)); }\n',
+    {"square.h": b"int square(int x) { return x * x; }\n"})
+check("sdk run_code cpp files (a header beside the program)",
+      included.status == RunStatus.Success and included.run_result.stdout.strip() == "9", included)
 
 
 # The SDK's asyncio client, all at once.

@@ -314,7 +314,7 @@ async fn fly(
     let result = match &attempt.variant {
         Some(variant) => {
             client
-                .execute_variant(&program, variant, &attempt.invocations)
+                .execute_with_files(&program, variant, &attempt.files, &attempt.invocations)
                 .await
         }
         None => {

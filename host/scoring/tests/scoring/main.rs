@@ -6,6 +6,7 @@
 mod common;
 mod doc_flow;
 mod faults;
+mod files;
 mod leases;
 mod limits;
 mod replay;
