@@ -284,6 +284,15 @@ class ProgramCase:
         return {"invocation": self.invocation._json(), "expected": self.expected._json()}
 
 
+def _file_json(content: Union[str, bytes]) -> JsonValue:
+    """A file's content as the batch line writes it: text, or base64 for bytes."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (bytes, bytearray)):
+        return {"base64": base64.b64encode(bytes(content)).decode("ascii")}
+    raise TypeError(f"ProgramBehaves.files: a file's content is str or bytes, not {type(content).__name__}")
+
+
 @dataclass(frozen=True)
 class ProgramBehaves:
     """Run the program under a configured profile once per case (each in a
@@ -292,12 +301,18 @@ class ProgramBehaves:
     ``limits`` and ``compile_limits`` are the program's own limits over the
     profile's (its keys and units: ``{"timeout": "2s", "memory": "256MiB"}``;
     ``cpus`` stays the profile's). They are part of the attempt: the same
-    program under other limits runs again."""
+    program under other limits runs again.
+
+    ``files`` are placed beside the program, in its folder, read-only (relative
+    path: ``str`` or ``bytes``), seen by its compile and every case; a program
+    that brings files starts in its folder. Their digests are part of the
+    attempt."""
 
     runtime_profile_name: str
     cases: Sequence[ProgramCase]
     limits: Optional[Mapping[str, Union[str, int]]] = None
     compile_limits: Optional[Mapping[str, Union[str, int]]] = None
+    files: Optional[Mapping[str, Union[str, bytes]]] = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cases", _items("ProgramBehaves", "cases", self.cases, ProgramCase))
@@ -311,6 +326,8 @@ class ProgramBehaves:
             behaves["limits"] = dict(self.limits)
         if self.compile_limits is not None:
             behaves["compile_limits"] = dict(self.compile_limits)
+        if self.files:
+            behaves["files"] = {path: _file_json(content) for path, content in self.files.items()}
         return {"program_behaves": behaves}
 
 
