@@ -263,6 +263,51 @@ fn a_line_with_its_own_limits_runs_under_them() {
     );
 }
 
+/// A batch line's `files` are beside its program (read by a relative path,
+/// included by a C++ compile); other content is another attempt; a path
+/// that leaves the program's folder is a bad line naming it.
+#[test]
+fn a_lines_files_are_beside_its_program() {
+    let dir = Dir::new();
+    let reader = r#"{"id": "ID", "program": "print(int(open('data/n.txt').read()) ** 2)\n", "expectation": {"conditions": [{"program_behaves": {"profile": "python", "files": {"data/n.txt": "N\n"}, "cases": [{"invocation": {"args": []}, "expected": {"stdout": {"equals": "49"}}}]}}]}}"#;
+    let line = |id: &str, n: &str| reader.replace("ID", id).replace("N", n);
+    let header = r##"{"id": "header", "program": "#include <cstdio>\n#include \"square.h\"\nint main() { std::printf(\"%d\\n\", square(7)); }\n", "expectation": {"conditions": [{"program_behaves": {"profile": "cpp", "files": {"square.h": "int square(int x) { return x * x; }\n"}, "cases": [{"invocation": {"args": []}, "expected": {"stdout": {"equals": "49"}}}]}}]}}"##;
+    let outside = r#"{"id": "outside", "program": "print(1)", "expectation": {"conditions": [{"program_behaves": {"profile": "python", "files": {"/etc/passwd": "x"}, "cases": [{"invocation": {"args": []}, "expected": {}}]}}]}}"#;
+    dir.write(
+        "batch.jsonl",
+        [
+            line("seven", "7"),
+            line("eight", "8"),
+            header.to_string(),
+            outside.to_string(),
+        ]
+        .join("\n"),
+    );
+    let output = dir.run(&["score", "batch.jsonl", "--jobs", "2"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let errors = stderr(&output);
+    assert!(
+        errors.contains("batch.jsonl:4:") && errors.contains("file `/etc/passwd`"),
+        "{errors}"
+    );
+    let lines = result_lines(&stdout(&output));
+    let by_id = |id: &str| {
+        lines
+            .iter()
+            .find(|line| line["id"] == id)
+            .unwrap_or_else(|| panic!("no result for {id}: {lines:?}"))
+            .clone()
+    };
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(by_id("seven")["value"], true, "{}", by_id("seven"));
+    assert_eq!(by_id("eight")["value"], false, "{}", by_id("eight"));
+    assert_eq!(by_id("header")["value"], true, "{}", by_id("header"));
+    assert_ne!(
+        by_id("seven")["observation_ids"],
+        by_id("eight")["observation_ids"]
+    );
+}
+
 /// A batch line may name a language as harnesses spell it (`[languages]`):
 /// scored under its profile, sharing the profile's evidence, and an unknown
 /// name is a bad line that lists the names there are.
