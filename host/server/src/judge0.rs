@@ -39,7 +39,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use progscore_sandbox::{CapturedStream, Outcome, PartialLimitsSpec};
+use progscore_sandbox::{
+    ByteString, CapturedStream, MAX_FILES_BYTES, Outcome, PartialLimitsSpec, ProgramFiles,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -300,6 +302,9 @@ struct StoredRequest {
     /// have none: the profile's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     limits: Option<PartialLimitsSpec>,
+    /// `additional_files` as sent (a base64 zip; checked when accepted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    additional_files: Option<String>,
 }
 
 /// What is stored once a submission has run (text as base64).
@@ -383,15 +388,15 @@ fn accept(
             "is not supported: the profile's build command applies",
         );
     }
-    if request
-        .additional_files
-        .as_deref()
-        .is_some_and(|f| !f.is_empty())
-    {
-        return refuse(
-            "additional_files",
-            "is not supported: progscore runs the program alone (send data on stdin)",
-        );
+    // Files beside the program: a base64 zip, as Judge0 takes them.
+    let additional_files = request.additional_files.filter(|f| !f.is_empty());
+    if let Some(archive) = &additional_files {
+        let files = unzip_files(archive).map_err(|why| unprocessable("additional_files", &why))?;
+        if let Some((served, _)) = state.served(&profile) {
+            files
+                .check_for(served)
+                .map_err(|invalid| unprocessable("additional_files", invalid.to_string()))?;
+        }
     }
     if request
         .callback_url
@@ -447,7 +452,45 @@ fn accept(
         expected_output: text("expected_output", request.expected_output)?,
         command_line_arguments: request.command_line_arguments,
         limits: limits.run,
+        additional_files,
     })
+}
+
+/// The files of `additional_files` (a base64 zip archive; folders are
+/// implied by the files' paths), bounded as any program's files are: what
+/// is read stops at [`MAX_FILES_BYTES`] however the archive claims to
+/// inflate.
+fn unzip_files(archive: &str) -> Result<ProgramFiles, String> {
+    use std::io::Read as _;
+    let bytes = BASE64
+        .decode(archive.trim())
+        .map_err(|e| format!("is not valid base64: {e}"))?;
+    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+        .map_err(|e| format!("is not a zip archive: {e}"))?;
+    let mut files = Vec::new();
+    let mut budget = MAX_FILES_BYTES as u64 + 1;
+    for index in 0..zip.len() {
+        let mut entry = zip
+            .by_index(index)
+            .map_err(|e| format!("entry {index} cannot be read: {e}"))?;
+        if entry.is_dir() {
+            continue;
+        }
+        let name = entry.name().to_string();
+        let mut content = Vec::new();
+        (&mut entry)
+            .take(budget)
+            .read_to_end(&mut content)
+            .map_err(|e| format!("`{name}` cannot be inflated: {e}"))?;
+        budget -= content.len() as u64;
+        if budget == 0 {
+            return Err(format!(
+                "the files hold more than {MAX_FILES_BYTES} bytes together"
+            ));
+        }
+        files.push((name, ByteString(content)));
+    }
+    ProgramFiles::new(files).map_err(|invalid| invalid.to_string())
 }
 
 /// The submission's own limits: `cpu_time_limit` (s) the CPU time of all
@@ -557,6 +600,15 @@ fn job_of(request: &StoredRequest) -> ProgramJob {
         run: request.limits.clone(),
         compile: None,
     })
+    // Checked when the submission was accepted: the same bytes unzip the
+    // same way here.
+    .with_files(
+        request
+            .additional_files
+            .as_deref()
+            .and_then(|archive| unzip_files(archive).ok())
+            .unwrap_or_default(),
+    )
 }
 
 fn field_name(part: Part) -> String {
@@ -1173,7 +1225,7 @@ async fn config_info(State(state): State<Arc<AppState>>) -> Json<Value> {
         "enable_callbacks": false,
         "callbacks_max_tries": 0,
         "callbacks_timeout": 0.0,
-        "enable_additional_files": false,
+        "enable_additional_files": true,
         "max_queue_size": settings.queue,
         "cpu_time_limit": max_cpu_time.min(5.0),
         "max_cpu_time_limit": max_cpu_time,

@@ -193,6 +193,7 @@ fn schemas() -> Value {
     let judge0_request_schema = json!({"type": "object", "required": ["source_code", "language_id"],
             "properties": {"source_code": {"type": "string"}, "language_id": {"type": "integer"},
                 "stdin": string_or_null, "expected_output": string_or_null, "command_line_arguments": string_or_null,
+                "additional_files": {"type": ["string", "null"], "description": "A base64 zip: its files are placed beside the program, read-only"},
                 "cpu_time_limit": {"type": ["number", "null"], "description": "Seconds of CPU time, all processes together"},
                 "wall_time_limit": {"type": ["number", "null"], "description": "Seconds of wall clock"},
                 "memory_limit": {"type": ["number", "null"], "description": "KB"},

@@ -385,7 +385,7 @@ mod tests {
             rootfs: Path::new("/cache/rootfs"),
             image_env: &["PATH=/usr/bin".to_string(), "HOME=/image-home".to_string()],
             program_on_host: Path::new("/private/workspace/program"),
-            program_target: "/sandbox/main.py",
+            program_target: "/sandbox/program",
             build_on_host: None,
             cgroups_path: "/progscore/owner/invocation/ctr".into(),
             runtime,

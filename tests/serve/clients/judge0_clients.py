@@ -90,6 +90,30 @@ for (language, kind), submission in zip(kinds, submissions):
     check(f"batch {language} {kind}", submission.status in expected_status(language, kind),
           (submission.status, submission.message))
 
+# Additional files (the SDK zips them): beside the program, read by a
+# relative path, and a C++ header the compile includes.
+from judge0 import File, Filesystem  # noqa: E402
+
+reader = "print(int(open('data/n.txt').read()) ** 2)\n"
+for content, expected in (("7\n", "49\n"), ("8\n", "64\n")):
+    submission = judge0.run(client=client, source_code=reader, language=71,
+                            additional_files=Filesystem(content=[File(name="data/n.txt",
+                                                                      content=content)]),
+                            expected_output=expected)
+    check(f"sdk additional files {content.strip()}", submission.status == Status.ACCEPTED,
+          (submission.status, submission.stdout, submission.stderr))
+header = '#include <cstdio>\n#include "square.h"\nint main() { std::printf("%d\\n", square(3)); }\n'
+submission = judge0.run(client=client, source_code=header, language=54,
+                        additional_files=Filesystem(content=[File(
+                            name="square.h", content="int square(int x) { return x * x; }\n")]),
+                        expected_output="9\n")
+check("sdk additional files: a header the compile includes", submission.status == Status.ACCEPTED,
+      (submission.status, submission.compile_output))
+reply = httpx.post(f"{ENDPOINT}/submissions", json={"source_code": "x", "language_id": 71,
+                                                    "additional_files": "bm90IGEgemlw"})
+check("additional files that are not a zip are refused naming the field",
+      reply.status_code == 422 and "additional_files" in reply.json(), reply.text)
+
 # The same HTTP API without the SDK: wait=true, plain text, and a refusal.
 reply = httpx.post(f"{ENDPOINT}/submissions", params={"wait": "true", "fields": "*"},
                    json={"source_code": PY["correct"], "language_id": 71, "stdin": "6\n",
