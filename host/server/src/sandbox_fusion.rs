@@ -42,7 +42,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use progscore_sandbox::{ByteString, CapturedStream, InvocationEvent, Outcome, ProgramFiles};
+use progscore_sandbox::{
+    ByteString, CapturedStream, InvalidFiles, InvocationEvent, Outcome, ProgramFiles,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::body::JsonBody;
@@ -170,10 +172,7 @@ async fn run_code(
     if let Some((served, _)) = state.served(profile)
         && let Err(invalid) = files.check_for(served)
     {
-        let field = invalid
-            .path()
-            .map_or_else(|| "files".to_string(), |path| format!("files.{path}"));
-        return ApiError::bad_field(field, invalid.to_string()).into_response();
+        return files_refusal(&invalid).into_response();
     }
     let compiles = state
         .served(profile)
@@ -235,12 +234,15 @@ fn program_files(files: &BTreeMap<String, Option<String>>) -> Result<ProgramFile
         };
         decoded.push((path.clone(), ByteString(bytes)));
     }
-    ProgramFiles::new(decoded).map_err(|invalid| {
-        let field = invalid
-            .path()
-            .map_or_else(|| "files".to_string(), |path| format!("files.{path}"));
-        ApiError::bad_field(field, invalid.to_string())
-    })
+    ProgramFiles::new(decoded).map_err(|invalid| files_refusal(&invalid))
+}
+
+/// A 400 naming the file at fault (`files.PATH`), or `files`.
+fn files_refusal(invalid: &InvalidFiles) -> ApiError {
+    let field = invalid
+        .path()
+        .map_or_else(|| "files".to_string(), |path| format!("files.{path}"));
+    ApiError::bad_field(field, invalid.to_string())
 }
 
 /// The request's own limits: `run_timeout` (seconds) the run's wall-clock

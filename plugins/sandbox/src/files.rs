@@ -159,11 +159,7 @@ impl ProgramFiles {
     /// Refused when a file would take the place of `profile`'s program (its
     /// source file, or a folder holding it).
     pub fn check_for(&self, profile: &RuntimeProfile) -> Result<(), InvalidFiles> {
-        let program = profile.program_path();
-        let source = program
-            .strip_prefix(&format!("{SANDBOX_DIR}/"))
-            .unwrap_or(&program);
-        self.check_source(source, &program)
+        self.check_source(profile.source_name(), &profile.program_path())
     }
 
     /// Refused when a file would take the place of the program at `source`
@@ -189,13 +185,8 @@ impl ProgramFiles {
         program: &[u8],
         folder: &Path,
     ) -> std::io::Result<()> {
-        let program_path = profile.program_path();
-        let source = program_path
-            .strip_prefix(&format!("{SANDBOX_DIR}/"))
-            .unwrap_or(&program_path)
-            .to_string();
         let mut folders = Vec::new();
-        for (path, bytes) in std::iter::once((source.as_str(), program)).chain(self.iter()) {
+        for (path, bytes) in std::iter::once((profile.source_name(), program)).chain(self.iter()) {
             let target = folder.join(path);
             if let Some(parent) = target.parent() {
                 if !parent.exists() {

@@ -31,12 +31,14 @@ pub enum Stage {
 }
 
 impl RuntimeProfile {
+    /// The program's file name in its folder: `source`, or the default.
+    pub fn source_name(&self) -> &str {
+        self.source.as_deref().unwrap_or(DEFAULT_SOURCE)
+    }
+
     /// The program's path inside the sandbox: `/sandbox/<source>`.
     pub fn program_path(&self) -> String {
-        format!(
-            "{SANDBOX_DIR}/{}",
-            self.source.as_deref().unwrap_or(DEFAULT_SOURCE)
-        )
+        format!("{SANDBOX_DIR}/{}", self.source_name())
     }
 
     /// The argv a container of `stage` runs. The compile runs its command
