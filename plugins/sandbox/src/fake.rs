@@ -116,6 +116,7 @@ pub fn event(outcome: Outcome, stdout: &[u8], stderr: &[u8]) -> InvocationEvent 
         duration_ms: 1,
         usage: None,
         provenance: None,
+        behaviour: None,
     }
 }
 

@@ -8,6 +8,7 @@
 //! beside it; [`fake::ScriptedClient`] lets callers of the contract be tested
 //! without one.
 
+pub mod behaviour;
 pub mod bytes;
 pub mod canonical;
 pub mod capture;
@@ -20,6 +21,10 @@ pub mod profile;
 pub mod run;
 pub mod timing;
 
+pub use behaviour::{
+    Action, ActionKind, Behaviour, BehaviourEvent, BehaviourTrace, FileAccess, MAX_KEPT_EVENTS,
+    PathPattern,
+};
 pub use bytes::ByteString;
 pub use canonical::{canonical_json, sha256_hex};
 pub use capture::StreamCapture;
@@ -30,9 +35,9 @@ pub use owner::{
     CleanupPending, DeadOwner, Owner, OwnerError, default_owner_root, ensure_private_root,
 };
 pub use profile::{
-    Artifact, BUILD_PATH, Backend, CompileStep, DEFAULT_DOCKER_USER, ImageRef, Limits, LimitsSpec,
-    PartialLimitsSpec, PinnedFile, ProfileError, ProfileSpec, RuntimeProfile, SANDBOX_DIR, Stage,
-    is_sha256_hex,
+    Artifact, BUILD_PATH, Backend, CompileStep, DEFAULT_DOCKER_USER, DEFAULT_SENSITIVE_PATHS,
+    ImageRef, Limits, LimitsSpec, PartialLimitsSpec, PinnedFile, ProfileError, ProfileSpec,
+    RuntimeProfile, SANDBOX_DIR, Stage, TraceSettings, TraceSpec, is_sha256_hex,
 };
 pub use run::{
     CapturedStream, CompileEvent, InvocationEvent, Outcome, ProgramRun, Provenance, ResourceUsage,

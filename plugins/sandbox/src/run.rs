@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::behaviour::Behaviour;
 use crate::bytes::ByteString;
 use crate::profile::Limits;
 
@@ -134,6 +135,11 @@ pub struct InvocationEvent {
     /// What ran, exactly; absent for invocations that were not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
+    /// What the program tried to do, for a profile that traces it
+    /// (`trace`): the sandbox's trace, or why there is none. Absent for
+    /// profiles that do not trace (and in evidence stored before tracing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behaviour: Option<Behaviour>,
 }
 
 /// What an invocation consumed, as far as its backend can tell.
@@ -167,6 +173,7 @@ impl InvocationEvent {
             duration_ms: 0,
             usage: None,
             provenance: None,
+            behaviour: None,
         }
     }
 
@@ -343,6 +350,7 @@ mod tests {
             duration_ms: 12,
             usage: None,
             provenance: None,
+            behaviour: None,
         };
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json["outcome"], "exited");

@@ -76,4 +76,11 @@ pub enum ProfileError {
     /// The runtime name is not a plain word.
     #[error("profile `{profile}`: runtime {runtime:?} is not a valid runtime name")]
     BadRuntime { profile: String, runtime: String },
+    /// A sensitive path pattern of `trace` is not a valid absolute pattern.
+    #[error("profile `{profile}`: trace.sensitive pattern `{pattern}`: {why}")]
+    BadTracePattern {
+        profile: String,
+        pattern: String,
+        why: String,
+    },
 }

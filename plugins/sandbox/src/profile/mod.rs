@@ -10,6 +10,7 @@ mod build;
 mod error;
 mod limits;
 mod spec;
+mod trace;
 
 use std::path::Path;
 
@@ -23,6 +24,7 @@ pub use build::{BUILD_PATH, CompileStep, DEFAULT_SOURCE, SANDBOX_DIR, Stage};
 pub use error::ProfileError;
 pub use limits::Limits;
 pub use spec::{LimitsSpec, PartialLimitsSpec, PinnedFileSpec, ProfileSpec};
+pub use trace::{DEFAULT_SENSITIVE_PATHS, TraceSettings, TraceSettingsSpec, TraceSpec};
 
 use artifact::resolve_pinned;
 use limits::resolve_limits;
@@ -80,6 +82,8 @@ pub struct RuntimeProfile {
     /// of the fingerprint: engines that run the same pinned image and
     /// runtime give the same evidence.
     pub engines: Vec<String>,
+    /// Whether (and how) each invocation's behaviour is traced.
+    pub trace: Option<TraceSettings>,
 }
 
 impl RuntimeProfile {
@@ -239,6 +243,7 @@ impl RuntimeProfile {
             source: spec.source.clone(),
             compile,
             engines: spec.engines.clone().unwrap_or_default(),
+            trace: TraceSettings::from_spec(&profile, spec.trace.as_ref())?,
         })
     }
 
@@ -331,6 +336,9 @@ impl RuntimeProfile {
         }
         if let Some(compile) = &self.compile {
             fingerprint["compile"] = serde_json::json!(compile);
+        }
+        if let Some(trace) = &self.trace {
+            fingerprint["trace"] = serde_json::json!(trace);
         }
         fingerprint
     }

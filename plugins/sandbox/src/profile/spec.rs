@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::Backend;
+use super::trace::TraceSpec;
 
 /// A profile as written in the config (`[profiles.NAME]`).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -56,6 +57,11 @@ pub struct ProfileSpec {
     /// every engine that passes its preflight when absent.
     #[serde(default)]
     pub engines: Option<Vec<String>>,
+    /// Record what the program tries to do (`trace = true`, or a table with
+    /// `sensitive` path patterns): each invocation's behaviour, traced by
+    /// the sandbox where the backend can, else `not_traced` with the reason.
+    #[serde(default)]
+    pub trace: Option<TraceSpec>,
 }
 
 /// Limits of which only some keys are written; the rest come from a base
