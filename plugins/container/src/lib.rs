@@ -17,9 +17,11 @@ pub mod cases;
 pub mod cgroup;
 pub mod facade;
 pub mod guard;
+pub mod gvisor_trace;
 pub mod output;
 pub mod path_error;
 pub mod schedule;
+pub mod tracing_plan;
 pub mod window;
 pub mod workspace;
 
@@ -30,9 +32,11 @@ pub use cgroup::{
 };
 pub use facade::{Backend, Guarded};
 pub use guard::{shut_down, spawn_guarded};
+pub use gvisor_trace::GvisorTrace;
 pub use output::output_was_active;
 pub use path_error::PathError;
 pub use schedule::{Load, Running, Schedule, Slot};
+pub use tracing_plan::TracePlan;
 pub use window::{Killed, Measured, Program, Watched, Window, millis};
 pub use workspace::{
     BUILD_ENTRY_BYTES, BuildDisk, Workspace, build_size, compile_event, tree_sha256,

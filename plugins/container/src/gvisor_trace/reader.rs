@@ -1,0 +1,575 @@
+//! Turns the stream's messages into behaviour events: which points count,
+//! how paths and addresses are read, and when the trace can no longer be
+//! trusted to be whole.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use progscore_sandbox::behaviour::{
+    Action, ActionKind, BehaviourEvent, BehaviourTrace, FileAccess, MAX_EVENT_ARGV, PathPattern,
+    bounded_text,
+};
+use prost::Message;
+
+use super::config::{CROSS_CHECKED, Side};
+use super::wire::{self, Header, message_type};
+
+// amd64 system call numbers of the calls whose messages share a type.
+const SYS_CREAT: u64 = 85;
+const SYS_OPENAT: u64 = 257;
+const SYS_EXECVEAT: u64 = 322;
+const SYS_KILL: u64 = 62;
+const SYS_TKILL: u64 = 200;
+const SYS_TGKILL: u64 = 234;
+const SYS_PTRACE: u64 = 101;
+const SYS_UNLINK: u64 = 87;
+const SYS_UNLINKAT: u64 = 263;
+const SYS_RENAME: u64 = 82;
+const SYS_RENAMEAT: u64 = 264;
+const SYS_RENAMEAT2: u64 = 316;
+
+const AT_FDCWD: i64 = -100;
+const AT_EMPTY_PATH: u32 = 0x1000;
+const O_WRITES: u32 = (libc::O_WRONLY | libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC) as u32;
+const CLONE_THREAD: u64 = libc::CLONE_THREAD as u64;
+
+/// Reads one trace stream, message by message, into a [`BehaviourTrace`].
+pub(crate) struct Reader {
+    trace: BehaviourTrace,
+    sensitive: Vec<PathPattern>,
+    /// The first message's time: the program's start.
+    origin_ns: Option<i64>,
+    /// The latest time seen, for a message that carries none.
+    latest_ns: i64,
+    /// Set once a message could not be read: nothing after it is recorded,
+    /// since the stream may be out of step.
+    broken: bool,
+    /// The largest count of points the sandbox said it dropped.
+    dropped_by_sandbox: u32,
+    /// Per call of [`CROSS_CHECKED`]: its raw points, and its full points.
+    cross_check: [(u64, u64); CROSS_CHECKED.len()],
+}
+
+impl Reader {
+    /// A reader recording reads of paths matching `sensitive`.
+    pub fn new(sensitive: Vec<PathPattern>) -> Reader {
+        Reader {
+            trace: BehaviourTrace::new(ActionKind::ALL.to_vec()),
+            sensitive,
+            origin_ns: None,
+            latest_ns: 0,
+            broken: false,
+            dropped_by_sandbox: 0,
+            cross_check: [(0, 0); CROSS_CHECKED.len()],
+        }
+    }
+
+    /// Reads one message (header and payload); `possibly_cut` when it may
+    /// have been longer than what was received.
+    pub fn message(&mut self, message: &[u8], possibly_cut: bool) {
+        if self.broken {
+            return;
+        }
+        if possibly_cut {
+            self.stop_reading(format!(
+                "a trace message filled the reader's {}-byte buffer and may be cut",
+                message.len()
+            ));
+            return;
+        }
+        let (header, payload) = match Header::split(message) {
+            Ok(split) => split,
+            Err(bad) => {
+                self.stop_reading(bad.to_string());
+                return;
+            }
+        };
+        self.dropped_by_sandbox = self.dropped_by_sandbox.max(header.dropped_count);
+        if let Err(error) = self.payload(header.message_type, payload) {
+            self.stop_reading(format!(
+                "a trace message of type {} does not decode: {error}",
+                header.message_type
+            ));
+        }
+    }
+
+    /// Marks the trace incomplete and records nothing more.
+    pub fn stop_reading(&mut self, reason: impl Into<String>) {
+        self.broken = true;
+        self.trace.mark_incomplete(reason);
+    }
+
+    /// The trace read so far.
+    pub fn finish(mut self) -> BehaviourTrace {
+        if self.dropped_by_sandbox > 0 {
+            self.trace.mark_incomplete(format!(
+                "the sandbox dropped {} trace messages",
+                self.dropped_by_sandbox
+            ));
+        }
+        let unreported: u64 = self
+            .cross_check
+            .iter()
+            .map(|(raw, full)| raw.saturating_sub(*full))
+            .sum();
+        if unreported > 0 {
+            // runsc drops, uncounted, a point whose text is not UTF-8.
+            self.trace.mark_incomplete(format!(
+                "the sandbox did not report {unreported} of the program's opens and execs \
+                 (a path, argument or folder that is not UTF-8?)"
+            ));
+        }
+        self.trace
+    }
+
+    /// Counts a point of a cross-checked call: `raw` or full.
+    fn cross_check(&mut self, sysno: u64, side: Side, raw: bool) {
+        let checked = CROSS_CHECKED
+            .iter()
+            .position(|&checked| checked == (sysno, side));
+        if let Some(counts) = checked.and_then(|index| self.cross_check.get_mut(index)) {
+            let count = if raw { &mut counts.0 } else { &mut counts.1 };
+            *count += 1;
+        }
+    }
+
+    fn payload(&mut self, kind: u16, payload: &[u8]) -> Result<(), prost::DecodeError> {
+        match kind {
+            message_type::SYSCALL_RAW => self.raw(wire::Syscall::decode(payload)?),
+            message_type::SYSCALL_OPEN => self.open(wire::Open::decode(payload)?),
+            message_type::SYSCALL_CONNECT => {
+                let connect = wire::Connect::decode(payload)?;
+                let at_ms = self.at_ms(connect.context_data.as_ref());
+                let (family, address, port) = socket_address(&connect.address);
+                let action = Action::NetConnect {
+                    family,
+                    address,
+                    port,
+                };
+                self.record(at_ms, action, connect.exit.as_ref());
+            }
+            message_type::SYSCALL_BIND => {
+                let bind = wire::Bind::decode(payload)?;
+                let at_ms = self.at_ms(bind.context_data.as_ref());
+                let (family, address, port) = socket_address(&bind.address);
+                let action = Action::NetBind {
+                    family,
+                    address,
+                    port,
+                };
+                self.record(at_ms, action, bind.exit.as_ref());
+            }
+            message_type::SYSCALL_SOCKET => {
+                let socket = wire::Socket::decode(payload)?;
+                let at_ms = self.at_ms(socket.context_data.as_ref());
+                let action = Action::NetSocket {
+                    family: socket_family(socket.domain),
+                    socket_type: socket_type(socket.socket_type),
+                };
+                self.record(at_ms, action, socket.exit.as_ref());
+            }
+            message_type::SYSCALL_EXECVE => self.exec(wire::Execve::decode(payload)?),
+            message_type::SYSCALL_CLONE => {
+                let clone = wire::Clone::decode(payload)?;
+                let at_ms = self.at_ms(clone.context_data.as_ref());
+                // A new thread is not a new process.
+                if clone.flags & CLONE_THREAD == 0 {
+                    self.record(at_ms, Action::ProcSpawn {}, clone.exit.as_ref());
+                }
+            }
+            message_type::SYSCALL_FORK => {
+                let fork = wire::Fork::decode(payload)?;
+                let at_ms = self.at_ms(fork.context_data.as_ref());
+                self.record(at_ms, Action::ProcSpawn {}, fork.exit.as_ref());
+            }
+            // gVisor's rule: a reader ignores the types it does not know.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, open: wire::Open) {
+        let at_ms = self.at_ms(open.context_data.as_ref());
+        self.cross_check(open.sysno, side(open.exit.as_ref()), false);
+        let access = if open.sysno == SYS_CREAT || open.flags & O_WRITES != 0 {
+            FileAccess::Write
+        } else {
+            FileAccess::Read
+        };
+        let dirfd = if open.sysno == SYS_OPENAT {
+            open.fd
+        } else {
+            AT_FDCWD
+        };
+        let path = resolve(
+            &text(&open.pathname),
+            dirfd,
+            &text(&open.fd_path),
+            &cwd(open.context_data.as_ref()),
+        );
+        let sensitive = || self.sensitive.iter().any(|pattern| pattern.matches(&path));
+        if access == FileAccess::Read && !sensitive() {
+            return;
+        }
+        let action = Action::FsOpen {
+            path: bounded_text(&path),
+            access,
+        };
+        self.record(at_ms, action, open.exit.as_ref());
+    }
+
+    fn exec(&mut self, exec: wire::Execve) {
+        let at_ms = self.at_ms(exec.context_data.as_ref());
+        self.cross_check(exec.sysno, side(exec.exit.as_ref()), false);
+        let fd_path = text(&exec.fd_path);
+        let path = if exec.sysno == SYS_EXECVEAT
+            && exec.pathname.is_empty()
+            && exec.flags & AT_EMPTY_PATH != 0
+        {
+            // fexecve: the program is the descriptor itself.
+            fd_path.into_owned()
+        } else {
+            let dirfd = if exec.sysno == SYS_EXECVEAT {
+                exec.fd
+            } else {
+                AT_FDCWD
+            };
+            resolve(
+                &text(&exec.pathname),
+                dirfd,
+                &fd_path,
+                &cwd(exec.context_data.as_ref()),
+            )
+        };
+        let argv = exec
+            .argv
+            .iter()
+            .take(MAX_EVENT_ARGV)
+            .map(|argument| bounded_text(&text(argument)))
+            .collect();
+        let action = Action::ProcExec {
+            path: bounded_text(&path),
+            argv,
+        };
+        self.record(at_ms, action, exec.exit.as_ref());
+    }
+
+    fn raw(&mut self, call: wire::Syscall) {
+        let at_ms = self.at_ms(call.context_data.as_ref());
+        self.cross_check(call.sysno, side(call.exit.as_ref()), true);
+        // The other raw enter points are enabled only so that the exit
+        // points carry their context (see the config); the exit has the
+        // result.
+        let Some(exit) = call.exit.as_ref() else {
+            return;
+        };
+        // Registers hold C `int`s (pids, signals) in their low 32 bits, as
+        // the kernel reads them.
+        let int = |register: u64| i64::from(register as i32);
+        let action = match call.sysno {
+            SYS_KILL | SYS_TKILL => Action::ProcSignal {
+                target: int(call.arg1),
+                signal: int(call.arg2),
+            },
+            SYS_TGKILL => Action::ProcSignal {
+                target: int(call.arg2),
+                signal: int(call.arg3),
+            },
+            SYS_PTRACE => Action::ProcPtrace {
+                request: call.arg1 as i64,
+                target: int(call.arg2),
+            },
+            // Raw points carry pointers only, never the paths.
+            SYS_UNLINK | SYS_UNLINKAT => Action::FsUnlink { path: None },
+            SYS_RENAME | SYS_RENAMEAT | SYS_RENAMEAT2 => Action::FsRename {
+                from: None,
+                to: None,
+            },
+            _ => return,
+        };
+        self.record(at_ms, action, Some(exit));
+    }
+
+    fn record(&mut self, at_ms: u64, action: Action, exit: Option<&wire::Exit>) {
+        let result = exit.map(|exit| errno_name(exit.errorno));
+        self.trace.record(BehaviourEvent {
+            at_ms,
+            action,
+            result,
+        });
+    }
+
+    /// Milliseconds from the first message's time to this one's; a
+    /// message without a time is taken to be as late as the latest seen.
+    fn at_ms(&mut self, context: Option<&wire::ContextData>) -> u64 {
+        if let Some(time_ns) = context.map(|context| context.time_ns).filter(|&ns| ns != 0) {
+            self.origin_ns.get_or_insert(time_ns);
+            self.latest_ns = time_ns;
+        }
+        let origin = self.origin_ns.unwrap_or(self.latest_ns);
+        let elapsed_ns = self.latest_ns.saturating_sub(origin).max(0);
+        (elapsed_ns / 1_000_000) as u64
+    }
+}
+
+/// The side of the call a point with this exit is on.
+fn side(exit: Option<&wire::Exit>) -> Side {
+    match exit {
+        Some(_) => Side::Exit,
+        None => Side::Enter,
+    }
+}
+
+/// Text from the sandbox; a byte that is not UTF-8 becomes U+FFFD.
+fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
+}
+
+fn cwd(context: Option<&wire::ContextData>) -> std::borrow::Cow<'_, str> {
+    text(
+        context
+            .map(|context| context.cwd.as_slice())
+            .unwrap_or_default(),
+    )
+}
+
+/// The absolute path `pathname` names, relative to `dirfd` (`fd_path`, the
+/// folder it names) or to the working directory `cwd`, `.` and `..`
+/// resolved by name; the path as given when the folder is unknown.
+fn resolve(pathname: &str, dirfd: i64, fd_path: &str, cwd: &str) -> String {
+    if pathname.starts_with('/') {
+        return normalise(pathname);
+    }
+    // An empty path names no file (the call fails); a folder joined to it
+    // would name one.
+    if pathname.is_empty() {
+        return String::new();
+    }
+    // fd_path is empty for a negative descriptor and `[err: ...]` when the
+    // sandbox could not name the folder: then the folder is unknown, and
+    // the working directory would be a wrong guess.
+    let base = if dirfd == AT_FDCWD { cwd } else { fd_path };
+    if base.starts_with('/') {
+        normalise(&format!("{base}/{pathname}"))
+    } else {
+        pathname.to_string()
+    }
+}
+
+/// `path` (absolute) with `.`, `..` and repeated slashes resolved by name
+/// (`..` at the root stays at the root, as the kernel has it).
+fn normalise(path: &str) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for name in path.split('/') {
+        match name {
+            "" | "." => {}
+            ".." => {
+                names.pop();
+            }
+            name => names.push(name),
+        }
+    }
+    format!("/{}", names.join("/"))
+}
+
+/// A `sockaddr`'s family, address and port, when readable: `inet` and
+/// `inet6` with their address and port, `unix` with its path (`@name` for
+/// an abstract one), `family N` for the others.
+fn socket_address(sockaddr: &[u8]) -> (String, Option<String>, Option<u16>) {
+    let Some(&[low, high]) = sockaddr.first_chunk::<2>() else {
+        // Too short to name a family (the call fails with EINVAL).
+        return ("unknown".to_string(), None, None);
+    };
+    // sa_family is in the host's byte order (the sandbox runs on this host).
+    let family = i32::from(u16::from_ne_bytes([low, high]));
+    let port = |bytes: &[u8]| {
+        bytes
+            .get(2..4)
+            .map(|port| u16::from_be_bytes([port[0], port[1]]))
+    };
+    match family {
+        libc::AF_INET => {
+            let address = sockaddr
+                .get(4..8)
+                .and_then(|octets| <[u8; 4]>::try_from(octets).ok())
+                .map(|octets| Ipv4Addr::from(octets).to_string());
+            let port = address.as_ref().and(port(sockaddr));
+            ("inet".to_string(), address, port)
+        }
+        libc::AF_INET6 => {
+            let address = sockaddr
+                .get(8..24)
+                .and_then(|octets| <[u8; 16]>::try_from(octets).ok())
+                .map(|octets| Ipv6Addr::from(octets).to_string());
+            let port = address.as_ref().and(port(sockaddr));
+            ("inet6".to_string(), address, port)
+        }
+        libc::AF_UNIX => {
+            let path = sockaddr.get(2..).unwrap_or_default();
+            let address = match path.split_first() {
+                // An unnamed socket (autobind).
+                None => None,
+                Some((0, name)) => Some(format!("@{}", until_nul(name))),
+                Some(_) => Some(until_nul(path).into_owned()),
+            };
+            (
+                "unix".to_string(),
+                address.map(|path| bounded_text(&path)),
+                None,
+            )
+        }
+        family => (format!("family {family}"), None, None),
+    }
+}
+
+fn until_nul(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    let end = bytes
+        .iter()
+        .position(|&byte| byte == 0)
+        .unwrap_or(bytes.len());
+    text(&bytes[..end])
+}
+
+/// A `socket` domain's name, as [`Action::NetSocket`] writes it.
+fn socket_family(domain: i32) -> String {
+    match domain {
+        libc::AF_UNIX => "unix".to_string(),
+        libc::AF_INET => "inet".to_string(),
+        libc::AF_INET6 => "inet6".to_string(),
+        libc::AF_NETLINK => "netlink".to_string(),
+        domain => format!("family {domain}"),
+    }
+}
+
+/// A `socket` type's name, its flags (`SOCK_CLOEXEC`, `SOCK_NONBLOCK`) set
+/// aside.
+fn socket_type(socket_type: i32) -> String {
+    match socket_type & 0xf {
+        libc::SOCK_STREAM => "stream".to_string(),
+        libc::SOCK_DGRAM => "dgram".to_string(),
+        libc::SOCK_RAW => "raw".to_string(),
+        libc::SOCK_SEQPACKET => "seqpacket".to_string(),
+        other => format!("type {other}"),
+    }
+}
+
+/// `ok`, an errno's name, or `errno N` for one without a name here.
+fn errno_name(errno: i64) -> String {
+    let name = match errno {
+        0 => "ok",
+        1 => "EPERM",
+        2 => "ENOENT",
+        3 => "ESRCH",
+        4 => "EINTR",
+        5 => "EIO",
+        6 => "ENXIO",
+        7 => "E2BIG",
+        8 => "ENOEXEC",
+        9 => "EBADF",
+        10 => "ECHILD",
+        11 => "EAGAIN",
+        12 => "ENOMEM",
+        13 => "EACCES",
+        14 => "EFAULT",
+        16 => "EBUSY",
+        17 => "EEXIST",
+        18 => "EXDEV",
+        19 => "ENODEV",
+        20 => "ENOTDIR",
+        21 => "EISDIR",
+        22 => "EINVAL",
+        23 => "ENFILE",
+        24 => "EMFILE",
+        26 => "ETXTBSY",
+        27 => "EFBIG",
+        28 => "ENOSPC",
+        30 => "EROFS",
+        31 => "EMLINK",
+        32 => "EPIPE",
+        36 => "ENAMETOOLONG",
+        38 => "ENOSYS",
+        39 => "ENOTEMPTY",
+        40 => "ELOOP",
+        88 => "ENOTSOCK",
+        91 => "EPROTOTYPE",
+        93 => "EPROTONOSUPPORT",
+        95 => "EOPNOTSUPP",
+        97 => "EAFNOSUPPORT",
+        98 => "EADDRINUSE",
+        99 => "EADDRNOTAVAIL",
+        100 => "ENETDOWN",
+        101 => "ENETUNREACH",
+        103 => "ECONNABORTED",
+        104 => "ECONNRESET",
+        106 => "EISCONN",
+        110 => "ETIMEDOUT",
+        111 => "ECONNREFUSED",
+        113 => "EHOSTUNREACH",
+        114 => "EALREADY",
+        115 => "EINPROGRESS",
+        errno => return format!("errno {errno}"),
+    };
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_resolve_by_name() {
+        assert_eq!(resolve("x", AT_FDCWD, "", "/sandbox"), "/sandbox/x");
+        assert_eq!(
+            resolve("../etc//./shadow", AT_FDCWD, "", "/tmp"),
+            "/etc/shadow"
+        );
+        assert_eq!(
+            resolve("/../../etc/shadow", AT_FDCWD, "", "/"),
+            "/etc/shadow"
+        );
+        assert_eq!(resolve("y", 3, "/data", "/sandbox"), "/data/y");
+        // The folder a descriptor names is unknown: the path stays as given.
+        assert_eq!(resolve("y", 3, "[err: FD not found]", "/sandbox"), "y");
+        assert_eq!(resolve("y", -5, "", "/sandbox"), "y");
+        assert_eq!(resolve("y", AT_FDCWD, "", ""), "y");
+        assert_eq!(resolve("", AT_FDCWD, "", "/sandbox"), "");
+    }
+
+    #[test]
+    fn socket_addresses_read_as_the_kernel_has_them() {
+        let mut inet = vec![2, 0, 0x01, 0xbb, 1, 1, 1, 1];
+        inet.extend([0; 8]);
+        assert_eq!(
+            socket_address(&inet),
+            ("inet".into(), Some("1.1.1.1".into()), Some(443))
+        );
+        let mut inet6 = vec![10, 0, 0, 80, 0, 0, 0, 0];
+        inet6.extend(Ipv6Addr::LOCALHOST.octets());
+        assert_eq!(
+            socket_address(&inet6),
+            ("inet6".into(), Some("::1".into()), Some(80))
+        );
+        assert_eq!(
+            socket_address(b"\x01\x00/run/x.sock\x00junk"),
+            ("unix".into(), Some("/run/x.sock".into()), None)
+        );
+        assert_eq!(
+            socket_address(b"\x01\x00\x00name"),
+            ("unix".into(), Some("@name".into()), None)
+        );
+        assert_eq!(socket_address(&[1, 0]), ("unix".into(), None, None));
+        assert_eq!(socket_address(&[2, 0, 1]), ("inet".into(), None, None));
+        assert_eq!(
+            socket_address(&[16, 0, 0, 0]),
+            ("family 16".into(), None, None)
+        );
+        assert_eq!(socket_address(&[2]), ("unknown".into(), None, None));
+        assert_eq!(
+            socket_type(libc::SOCK_STREAM | libc::SOCK_CLOEXEC),
+            "stream"
+        );
+        assert_eq!(socket_type(9), "type 9");
+        assert_eq!(socket_family(libc::AF_NETLINK), "netlink");
+        assert_eq!(errno_name(101), "ENETUNREACH");
+        assert_eq!(errno_name(512), "errno 512");
+    }
+}
