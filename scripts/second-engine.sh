@@ -225,7 +225,7 @@ write_daemon_config() {
     else
         want='{
   "runtimes": {
-    "runsc": { "path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"] }
+    "runsc": { "path": "/usr/local/lib/progscore/runsc-traced", "runtimeArgs": ["--network=none"] }
   },
   "insecure-registries": ["127.0.0.1:5000"],
   "deprecated-key-path": "'"$KEY_FILE"'"

@@ -71,12 +71,24 @@ install_wasm_target() {
     fi
 }
 
+# The engine's runsc is progscore's wrapper (scripts/engine/runsc-traced):
+# runsc itself, plus the behaviour trace of a container progscore traces.
+TRACED_RUNSC=/usr/local/lib/progscore/runsc-traced
+
+install_traced_runsc() {
+    if ! cmp -s "$REPO_ROOT/scripts/engine/runsc-traced" "$TRACED_RUNSC" 2>/dev/null; then
+        log "installing $TRACED_RUNSC"
+        install -D -m 0755 "$REPO_ROOT/scripts/engine/runsc-traced" "$TRACED_RUNSC"
+    fi
+}
+
 configure_dockerd() {
     mkdir -p /etc/docker
+    install_traced_runsc
     local want
     want='{
   "runtimes": {
-    "runsc": { "path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"] }
+    "runsc": { "path": "'"$TRACED_RUNSC"'", "runtimeArgs": ["--network=none"] }
   },
   "insecure-registries": ["127.0.0.1:5000"]
 }'

@@ -5,6 +5,11 @@ use bollard::errors::Error as BollardError;
 use bollard::models::SystemInfo;
 use progscore_sandbox::{RuntimeProfile, SandboxError};
 
+/// progscore's runsc for the engine (`scripts/engine/runsc-traced`,
+/// installed by `scripts/setup.sh`): runsc itself, plus the trace of a
+/// container whose workspace holds a trace folder.
+pub(crate) const TRACED_RUNSC: &str = "/usr/local/lib/progscore/runsc-traced";
+
 /// Facts about the engine, read once per client.
 #[derive(Debug, Clone)]
 pub(crate) struct EngineFacts {
@@ -12,6 +17,8 @@ pub(crate) struct EngineFacts {
     pub description: String,
     /// Registered OCI runtimes.
     pub runtimes: Vec<String>,
+    /// The binary each registered runtime runs, where the engine says.
+    pub runtime_paths: std::collections::BTreeMap<String, String>,
     /// The runtime used when a profile names none.
     pub default_runtime: String,
     /// Limits the engine says it cannot enforce.
@@ -65,9 +72,16 @@ impl EngineFacts {
             .map(|r| r.keys().cloned().collect())
             .unwrap_or_default();
         runtimes.sort();
+        let runtime_paths = info
+            .runtimes
+            .iter()
+            .flatten()
+            .filter_map(|(name, runtime)| Some((name.clone(), runtime.path.clone()?)))
+            .collect();
         EngineFacts {
             description: format!("Docker Engine {version} (API {api})"),
             runtimes,
+            runtime_paths,
             default_runtime: info
                 .default_runtime
                 .clone()
@@ -85,6 +99,26 @@ impl EngineFacts {
                 .iter()
                 .flatten()
                 .any(|option| option.split(',').any(|field| field == "name=userns")),
+        }
+    }
+
+    /// Whether this engine's `runtime` streams a behaviour trace to this
+    /// host: its `runsc` is progscore's wrapper ([`TRACED_RUNSC`]) and the
+    /// engine runs here (`local`: the trace's socket is in the call's
+    /// workspace). Else why not.
+    pub(crate) fn can_trace(&self, runtime: &str, local: bool) -> Result<(), String> {
+        if !local {
+            return Err(
+                "the engine is on another host: gVisor's trace reaches only a local engine's caller"
+                    .into(),
+            );
+        }
+        match self.runtime_paths.get(runtime) {
+            Some(path) if path == TRACED_RUNSC => Ok(()),
+            path => Err(format!(
+                "the engine's runtime `{runtime}` runs {}, not progscore's tracing wrapper {TRACED_RUNSC} (scripts/setup.sh registers it)",
+                path.map(String::as_str).unwrap_or("an unknown binary")
+            )),
         }
     }
 

@@ -14,6 +14,8 @@
 //! failure means is the backend's core, and reads best in one place.
 
 use std::collections::HashMap;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::Path;
 use std::time::Duration;
 
 use bollard::Docker;
@@ -23,10 +25,13 @@ use bollard::query_parameters::{
     AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, InspectContainerOptions,
     KillContainerOptionsBuilder, StartContainerOptions,
 };
-use progscore_container::{Cgroups, EndedTasks, InvocationCgroup, Load, Measured, Program, Window};
+use progscore_container::gvisor_trace::GvisorTrace;
+use progscore_container::{
+    Cgroups, EndedTasks, InvocationCgroup, Load, Measured, Program, TracePlan, Window,
+};
 use progscore_sandbox::{
-    Invocation, InvocationEvent, Limits, Outcome, Provenance, ResourceUsage, RuntimeProfile, Stage,
-    StreamCapture,
+    Invocation, InvocationEvent, Limits, Outcome, PathPattern, Provenance, ResourceUsage,
+    RuntimeProfile, Stage, StreamCapture,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -151,6 +156,20 @@ pub(crate) async fn run(
     );
     let mut stdout = StreamCapture::new(context.limits().output_bytes);
     let mut stderr = StreamCapture::new(context.limits().output_bytes);
+    // The trace's folder is beside the workspace's mounts, where the
+    // engine's runsc wrapper looks for it.
+    let workspace = match context.files {
+        Files::Host { program, .. } => program.parent(),
+        Files::Volumes { .. } => None,
+    };
+    let plan = TracePlan::of(
+        profile,
+        context.stage,
+        context.runtime,
+        context
+            .engine
+            .can_trace(context.runtime, workspace.is_some()),
+    );
     let lifecycle = Lifecycle {
         context,
         name: &name,
@@ -158,6 +177,14 @@ pub(crate) async fn run(
         events: &events,
         kills_sent: std::sync::atomic::AtomicUsize::new(0),
         with_stdin: stdin.is_some(),
+        trace: match (&plan, workspace) {
+            (TracePlan::Gvisor(sensitive), Some(workspace)) => Some(TraceSetup {
+                workspace,
+                sensitive: sensitive.clone(),
+                started: std::sync::Mutex::new(None),
+            }),
+            _ => None,
+        },
     };
     let observed = lifecycle
         .drive(spec.body, stdin, &mut stdout, &mut stderr, alone)
@@ -254,6 +281,16 @@ pub(crate) async fn run(
         other => other,
     };
 
+    // The container is removed (or lost): its trace stream has ended.
+    let started = lifecycle
+        .trace
+        .as_ref()
+        .and_then(|setup| setup.started.lock().ok()?.take());
+    let behaviour = match started {
+        Some(Ok(trace)) => Some(trace.finish(TRACE_END_GRACE).await),
+        Some(Err(why)) => plan.untraced(&why),
+        None => plan.untraced("the sandbox failed before its trace began"),
+    };
     let (outcome, duration, usage) = match outcome {
         Ok(observed) => (observed.outcome, observed.duration, observed.usage),
         Err(message) => (Outcome::SandboxError { message }, Duration::ZERO, None),
@@ -279,10 +316,39 @@ pub(crate) async fn run(
             duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
             usage,
             provenance: Some(provenance),
+            behaviour,
         },
         warnings,
         next,
         leftover,
+    }
+}
+
+/// How long the trace's stream may take to end once its container is gone.
+const TRACE_END_GRACE: Duration = Duration::from_secs(5);
+
+/// A traced container's trace: its folder goes in the call's workspace,
+/// named by the container's id, where the engine's runsc wrapper finds it
+/// when the engine creates the sandbox (at start).
+struct TraceSetup<'c> {
+    workspace: &'c Path,
+    sensitive: Vec<PathPattern>,
+    /// The listening trace, or why it could not be set up.
+    started: std::sync::Mutex<Option<Result<GvisorTrace, String>>>,
+}
+
+impl TraceSetup<'_> {
+    fn start(&self, container_id: &str) {
+        let short: String = container_id.chars().take(12).collect();
+        let dir = self.workspace.join(format!("trace-{short}"));
+        let listening = std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .and_then(|()| GvisorTrace::listen(&dir, self.sensitive.clone()))
+            .map_err(|e| format!("the trace could not be set up in {}: {e}", dir.display()));
+        if let Ok(mut started) = self.started.lock() {
+            *started = Some(listening);
+        }
     }
 }
 
@@ -297,6 +363,8 @@ struct Lifecycle<'c, 'a> {
     /// Whether stdin is attached (the engine then holds the output open
     /// until the container stopped).
     with_stdin: bool,
+    /// The behaviour trace to start once the container's id is known.
+    trace: Option<TraceSetup<'c>>,
 }
 
 /// The started container, as the shared window drives it.
@@ -389,6 +457,9 @@ impl Lifecycle<'_, '_> {
                 ),
             )
             .await?;
+        if let Some(setup) = &self.trace {
+            setup.start(&created.id);
+        }
         // Attached before start, so no output is missed.
         let attach_options = AttachContainerOptionsBuilder::new()
             .stream(true)

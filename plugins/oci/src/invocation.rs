@@ -25,8 +25,9 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+use progscore_container::gvisor_trace::GvisorTrace;
 use progscore_container::{
-    Cgroups, EndedTasks, InvocationCgroup, Load, Measured, Program, Window, millis,
+    Cgroups, EndedTasks, InvocationCgroup, Load, Measured, Program, TracePlan, Window, millis,
 };
 use progscore_sandbox::{
     Invocation, InvocationEvent, Limits, Outcome, Provenance, ResourceUsage, RuntimeProfile, Stage,
@@ -100,6 +101,9 @@ pub(crate) struct InvocationResult {
     pub next: Next,
 }
 
+/// How long the trace's stream may take to end once its sandbox is gone.
+const TRACE_END_GRACE: Duration = Duration::from_secs(5);
+
 /// What the call does after an invocation.
 pub(crate) enum Next {
     Continue,
@@ -133,14 +137,25 @@ pub(crate) async fn run(
     let mut stdout = StreamCapture::new(context.limits().output_bytes);
     let mut stderr = StreamCapture::new(context.limits().output_bytes);
     let prepared = prepare(context, &name, &cgroup, &bundle_dir, &invocation.args);
+    // runsc runs here, so its trace always reaches this process.
+    let plan = TracePlan::of(profile, context.stage, &context.runtime.name, Ok(()));
+    let mut trace = None;
+    let mut untraced = "the sandbox failed before its trace began".to_string();
     let (observed, argv) = match prepared {
         Ok(argv) => {
+            if let TracePlan::Gvisor(sensitive) = &plan {
+                match GvisorTrace::listen(&bundle_dir, sensitive.clone()) {
+                    Ok(listening) => trace = Some(listening),
+                    Err(e) => untraced = format!("the trace could not be set up: {e}"),
+                }
+            }
             let stdin = invocation.stdin.as_ref().map(|s| s.as_bytes().to_vec());
             let lifecycle = Lifecycle {
                 context,
                 name: &name,
                 cgroup: &cgroup,
                 bundle_dir: &bundle_dir,
+                trace_config: trace.as_ref().map(GvisorTrace::pod_init_config_path),
             };
             let observed = lifecycle
                 .drive(stdin, &mut stdout, &mut stderr, alone)
@@ -173,6 +188,11 @@ pub(crate) async fn run(
         }
     }
 
+    // The sandbox is gone: its trace stream has ended.
+    let behaviour = match trace {
+        Some(trace) => Some(trace.finish(TRACE_END_GRACE).await),
+        None => plan.untraced(&untraced),
+    };
     let (outcome, duration, usage) = match observed {
         Ok(observed) => (observed.outcome, observed.duration, observed.usage),
         Err(message) => (Outcome::SandboxError { message }, Duration::ZERO, None),
@@ -198,6 +218,7 @@ pub(crate) async fn run(
             duration_ms: millis(duration),
             usage,
             provenance: Some(provenance),
+            behaviour,
         },
         warnings,
         next,
@@ -296,6 +317,8 @@ struct Lifecycle<'c, 'a> {
     name: &'c str,
     cgroup: &'c InvocationCgroup,
     bundle_dir: &'c Path,
+    /// runsc's pod init config naming the trace's socket, when traced.
+    trace_config: Option<&'c Path>,
 }
 
 /// The container once the runtime released the program, as the shared
@@ -376,6 +399,9 @@ impl Lifecycle<'_, '_> {
                 .map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
             // Info level: a few kilobytes per process, with its exit status.
             command.arg(format!("--debug-log={}/", logs.display()));
+            if let Some(config) = self.trace_config {
+                command.arg(format!("--pod-init-config={}", config.display()));
+            }
         }
         command
             .args(["run", "--bundle"])

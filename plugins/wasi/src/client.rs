@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use progscore_sandbox::{
-    Backend, BoxFuture, Invocation, InvocationEvent, Outcome, Owner, Preflight, ProgramFiles,
-    ProgramRun, Provenance, RuntimeProfile, SandboxClient, SandboxError, sha256_hex,
+    Backend, Behaviour, BoxFuture, Invocation, InvocationEvent, Outcome, Owner, Preflight,
+    ProgramFiles, ProgramRun, Provenance, RuntimeProfile, SandboxClient, SandboxError, sha256_hex,
 };
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -254,6 +254,13 @@ impl WasiClient {
                 duration_ms: reply.duration_ms,
                 usage: reply.usage,
                 provenance: Some(self.provenance(profile, &prepared.runtime, argv)),
+                // CPython for WASI has no sockets or processes; what it
+                // opens through its preopens is not recorded yet.
+                behaviour: profile.trace.as_ref().map(|_| {
+                    Behaviour::not_traced(
+                        "the WASI backend does not trace behaviour: only gVisor (runtime `runsc`) records what a program tried",
+                    )
+                }),
             });
         }
         if let Err(e) = workspace.close() {
@@ -502,5 +509,6 @@ fn sandbox_error_event(message: String) -> InvocationEvent {
         duration_ms: 0,
         usage: None,
         provenance: None,
+        behaviour: None,
     }
 }
