@@ -89,6 +89,16 @@ pub enum ExpectationError {
     /// A file the program brings cannot be placed beside it.
     #[error("files: {0}")]
     Files(#[from] progscore_sandbox::InvalidFiles),
+    /// Behaviour is expected of a profile that does not trace it.
+    #[error(
+        "profile `{profile}` does not trace behaviour, so a behaviour condition could never be decided; use a profile with `trace = true`"
+    )]
+    Untraced {
+        profile: String,
+        /// The case whose `expected.behaviour` asks, or `None` for the
+        /// program's own `behaviour`.
+        case: Option<usize>,
+    },
     /// An invocation cannot be delivered to a program as given.
     #[error("case {case} invocation `{field}` {message}")]
     Invocation {
@@ -149,6 +159,10 @@ impl ExpectationError {
             ExpectationError::Invocation { case, field, .. } => {
                 format!("{behaves}.cases[{case}].invocation.{field}")
             }
+            ExpectationError::Untraced { case: None, .. } => format!("{behaves}.behaviour"),
+            ExpectationError::Untraced {
+                case: Some(case), ..
+            } => format!("{behaves}.cases[{case}].expected.behaviour"),
             ExpectationError::Files(invalid) => match invalid.path() {
                 Some(path) => format!("{behaves}.files.{path}"),
                 None => format!("{behaves}.files"),

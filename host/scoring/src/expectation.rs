@@ -2,6 +2,8 @@
 
 use progscore_sandbox::{Invocation, PartialLimitsSpec, ProgramFiles, canonical_json, sha256_hex};
 use serde::de::Error as _;
+
+use crate::behaviour::BehaviourCondition;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Everything a score checks. Today exactly one condition, a
@@ -43,6 +45,11 @@ pub struct ProgramBehaves {
     /// not UTF-8 as `{"base64": "..."}`. Part of the attempt's key.
     #[serde(default, skip_serializing_if = "ProgramFiles::is_empty")]
     pub files: ProgramFiles,
+    /// What every case's traced behaviour must show (a profile with
+    /// `trace`): `{"never": [...], "attempts": [...]}`. A case's own
+    /// `expected.behaviour` adds to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behaviour: Option<BehaviourCondition>,
     /// The cases, in order; each is one invocation.
     pub cases: Vec<ProgramCase>,
 }
@@ -72,6 +79,10 @@ pub struct ProgramResult {
     /// outside [`EXIT_CODES`].
     #[serde(default)]
     pub exit_code: i64,
+    /// What this case's traced behaviour must show (see
+    /// [`ProgramBehaves::behaviour`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behaviour: Option<BehaviourCondition>,
 }
 
 /// The exit codes a program can be seen to exit with: a process's exit
@@ -183,6 +194,7 @@ impl ScoringExpectation {
                 limits: None,
                 compile_limits: None,
                 files: ProgramFiles::default(),
+                behaviour: None,
                 cases,
             })],
         }
@@ -236,6 +248,7 @@ impl ProgramCase {
                 stdout: Some(stdout),
                 stderr: None,
                 exit_code: 0,
+                behaviour: None,
             },
         }
     }

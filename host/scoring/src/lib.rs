@@ -28,6 +28,10 @@
 //!   `sandbox_error` carrying the refusal and whose others are `not_run`,
 //!   under a fresh id: the score is undetermined and the attempt is retried
 //!   next time. The same holds for a run the backend returns inconsistent.
+//! - Behaviour conditions (`behaviour`: `never`, `attempts`) are checked
+//!   after the exit code and before the streams; they need a profile that
+//!   traces (`trace`), refused otherwise before anything runs. A recorded
+//!   event decides; only a complete trace proves an absence.
 //! - `fresh` runs always get a new id; later non-fresh scores keep using the
 //!   attempt's derived id. Rescore uses the derived id, else the newest
 //!   observation of the attempt without a sandbox fault.
@@ -38,6 +42,7 @@
 //!   [`Replayer`] is synchronous (call it from a blocking context).
 
 mod attempt;
+pub mod behaviour;
 mod comparator;
 mod error;
 mod expectation;
@@ -50,6 +55,7 @@ mod verdict;
 pub use attempt::{
     Attempt, SOURCE_IDENTITY, attempt_key, belongs_to_attempt, fresh_observation_id, observation_id,
 };
+pub use behaviour::{ActionPattern, BehaviourCondition, BehaviourSummary};
 pub use comparator::{ComparatorRefusal, ComparatorVerdict, OutputComparator};
 pub use error::{ExpectationError, ReplayRefusal, ScoringError};
 pub use expectation::{

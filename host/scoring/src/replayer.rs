@@ -262,6 +262,18 @@ impl Replayer {
             ),
         };
         behaves.files.check_for(&profile)?;
+        if profile.trace.is_none() {
+            let case_asking = behaves
+                .cases
+                .iter()
+                .position(|case| case.expected.behaviour.is_some());
+            if behaves.behaviour.is_some() || case_asking.is_some() {
+                return Err(ExpectationError::Untraced {
+                    profile: profile.name.clone(),
+                    case: behaves.behaviour.is_none().then_some(case_asking).flatten(),
+                });
+            }
+        }
         // An invocation the program cannot be given is the line's fault,
         // found before anything runs.
         profile
@@ -453,12 +465,9 @@ impl Replayer {
     ) -> Result<Draft, ScoringError> {
         let verdict: Verdict = match (verdict, observation) {
             (Some(verdict), _) => verdict,
-            (None, Some(observation)) => evaluate(
-                &behaves.profile,
-                &behaves.cases,
-                &observation.run.events,
-                self.comparators.as_ref(),
-            ),
+            (None, Some(observation)) => {
+                evaluate(behaves, &observation.run.events, self.comparators.as_ref())
+            }
             (None, None) => no_evidence(&behaves.profile, behaves.cases.len()),
         };
         let record = ScoreRecord {

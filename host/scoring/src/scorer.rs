@@ -128,16 +128,10 @@ impl ProgramExecutionScorer {
         // their deadline); off the async workers, a slow one stalls no run.
         let verdict = {
             let comparators = self.replayer.comparators.clone();
-            let profile = behaves.profile.clone();
-            let cases = behaves.cases.clone();
+            let behaves = behaves.clone();
             let observation = observation.clone();
             tokio::task::spawn_blocking(move || {
-                evaluate(
-                    &profile,
-                    &cases,
-                    &observation.run.events,
-                    comparators.as_ref(),
-                )
+                evaluate(&behaves, &observation.run.events, comparators.as_ref())
             })
             .await
             .map_err(|e| ScoringError::RunLost(format!("a comparator panicked: {e}")))?

@@ -11,8 +11,9 @@ use progscore_evidence::ScoreStatus;
 use progscore_sandbox::{InvocationEvent, Outcome, TimeLimit};
 use serde::{Deserialize, Serialize};
 
+use crate::behaviour::{self, BehaviourCondition, BehaviourFinding, BehaviourSummary};
 use crate::comparator::{ComparatorVerdict, OutputComparator};
-use crate::expectation::{ProgramCase, TextCondition};
+use crate::expectation::{ProgramBehaves, ProgramCase, TextCondition};
 
 /// The verdict on a set of cases.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +47,9 @@ pub enum ReasonKind {
     ComparatorUndecided,
     /// Nothing was stored for the attempt (rescore).
     NoEvidence,
+    /// A behaviour condition could not be decided (not traced, an
+    /// incomplete trace, events not kept).
+    BehaviourUnknown,
 }
 
 impl ReasonKind {
@@ -57,6 +61,7 @@ impl ReasonKind {
             ReasonKind::UnconfirmedTimeout => "timeout not proven (machine too busy)",
             ReasonKind::ComparatorUndecided => "comparator could not decide",
             ReasonKind::NoEvidence => "no stored evidence",
+            ReasonKind::BehaviourUnknown => "behaviour not traced or trace incomplete",
         }
     }
 }
@@ -82,6 +87,9 @@ pub struct CaseReport {
     /// Why it failed or is undetermined (comparator reasons included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// What the program tried, counted per kind, for a profile that traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behaviour: Option<BehaviourSummary>,
 }
 
 /// One case's result before it is folded into the verdict.
@@ -97,11 +105,12 @@ enum CaseResult {
 /// The caller guarantees `events.len() == cases.len()` (replay and the
 /// source check it); a missing event is treated as not run, never as a pass.
 pub fn evaluate(
-    profile: &str,
-    cases: &[ProgramCase],
+    behaves: &ProgramBehaves,
     events: &[InvocationEvent],
     comparators: &dyn OutputComparator,
 ) -> Verdict {
+    let profile = behaves.profile.as_str();
+    let cases = behaves.cases.as_slice();
     let mut reports = Vec::with_capacity(cases.len());
     let mut first_failure = None;
     let mut first_undetermined = None;
@@ -116,25 +125,28 @@ pub fn evaluate(
                 cpu_ms: None,
                 peak_memory_bytes: None,
                 detail: Some(clause.clone()),
+                behaviour: None,
             });
             first_undetermined.get_or_insert((ReasonKind::NotRun, clause));
             continue;
         };
-        let (matched, detail) = match evaluate_case(index, case, event, comparators) {
-            CaseResult::Matched => (Some(true), None),
-            CaseResult::Failed(clause, detail) => {
-                let shown = match &detail {
-                    Some(detail) => format!("{clause}: {detail}"),
-                    None => clause.clone(),
-                };
-                first_failure.get_or_insert(clause);
-                (Some(false), Some(shown))
-            }
-            CaseResult::Undetermined(kind, clause) => {
-                first_undetermined.get_or_insert((kind, clause.clone()));
-                (None, Some(clause))
-            }
-        };
+        let program_behaviour = behaves.behaviour.as_ref();
+        let (matched, detail) =
+            match evaluate_case(index, case, program_behaviour, event, comparators) {
+                CaseResult::Matched => (Some(true), None),
+                CaseResult::Failed(clause, detail) => {
+                    let shown = match &detail {
+                        Some(detail) => format!("{clause}: {detail}"),
+                        None => clause.clone(),
+                    };
+                    first_failure.get_or_insert(clause);
+                    (Some(false), Some(shown))
+                }
+                CaseResult::Undetermined(kind, clause) => {
+                    first_undetermined.get_or_insert((kind, clause.clone()));
+                    (None, Some(clause))
+                }
+            };
         let usage = event.usage.as_ref();
         reports.push(CaseReport {
             outcome: event.outcome.kind().to_string(),
@@ -147,6 +159,7 @@ pub fn evaluate(
             cpu_ms: usage.and_then(|u| u.cpu_ms),
             peak_memory_bytes: usage.and_then(|u| u.peak_memory_bytes),
             detail,
+            behaviour: event.behaviour.as_ref().map(BehaviourSummary::of),
         });
     }
     if let Some(clause) = first_failure {
@@ -202,6 +215,7 @@ pub fn no_evidence(profile: &str, cases: usize) -> Verdict {
                 cpu_ms: None,
                 peak_memory_bytes: None,
                 detail: Some(clause.clone()),
+                behaviour: None,
             })
             .collect(),
     }
@@ -210,6 +224,7 @@ pub fn no_evidence(profile: &str, cases: usize) -> Verdict {
 fn evaluate_case(
     index: usize,
     case: &ProgramCase,
+    program_behaviour: Option<&BehaviourCondition>,
     event: &InvocationEvent,
     comparators: &dyn OutputComparator,
 ) -> CaseResult {
@@ -260,6 +275,18 @@ fn evaluate_case(
         Outcome::Exited { .. } => {}
     }
     let mut undetermined = None;
+    for condition in [program_behaviour, case.expected.behaviour.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        match behaviour::check(index, condition, event.behaviour.as_ref()) {
+            BehaviourFinding::Holds => {}
+            BehaviourFinding::Violated(clause) => return CaseResult::Failed(clause, None),
+            BehaviourFinding::Undecided(clause) => {
+                undetermined.get_or_insert((ReasonKind::BehaviourUnknown, clause));
+            }
+        }
+    }
     let streams = [
         (&case.expected.stdout, &event.stdout, "output"),
         (&case.expected.stderr, &event.stderr, "error output"),
@@ -277,14 +304,15 @@ fn evaluate_case(
                 );
             }
             ComparatorVerdict::Undetermined(reason) => {
-                undetermined.get_or_insert(format!(
-                    "case {index} {name} could not be checked: {reason}"
+                undetermined.get_or_insert((
+                    ReasonKind::ComparatorUndecided,
+                    format!("case {index} {name} could not be checked: {reason}"),
                 ));
             }
         }
     }
     match undetermined {
-        Some(clause) => CaseResult::Undetermined(ReasonKind::ComparatorUndecided, clause),
+        Some((kind, clause)) => CaseResult::Undetermined(kind, clause),
         None => CaseResult::Matched,
     }
 }

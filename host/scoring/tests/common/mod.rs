@@ -35,6 +35,7 @@ pub fn profile(name: &str, output: &str) -> RuntimeProfile {
         compile: None,
         compile_limits: None,
         engines: None,
+        trace: None,
     };
     RuntimeProfile::from_spec(name, &spec, Path::new(".")).expect("a valid test profile")
 }

@@ -123,6 +123,7 @@ async fn stderr_and_exit_code_conditions_are_checked() {
                 stdout: None,
                 stderr: Some(TextCondition::equals("usage: square N")),
                 exit_code: 3,
+                behaviour: None,
             },
         }],
     );
