@@ -138,6 +138,32 @@
     if (stream.shown.binary) { facts += '; not valid UTF-8, shown with replacement characters'; }
     parent.appendChild(el('p', 'stream-facts', facts));
   }
+  // What the program tried, as the sandbox traced it: inert text only.
+  function behaviourBlock(parent, behaviour) {
+    parent.appendChild(el('h4', null, 'behaviour'));
+    if (behaviour.status !== 'traced') {
+      parent.appendChild(el('p', 'missing', 'not traced: ' + behaviour.reason));
+      return;
+    }
+    var counts = Object.keys(behaviour.counts || {}).map(function (kind) {
+      return kind + ' ' + behaviour.counts[kind];
+    });
+    var facts = counts.length ? counts.join(', ') : 'nothing tried';
+    if (behaviour.dropped) { facts += '; ' + behaviour.dropped + ' events counted, not kept'; }
+    if (behaviour.incomplete) { facts += '; incomplete: ' + behaviour.incomplete; }
+    parent.appendChild(el('p', 'behaviour-facts', facts));
+    if (!(behaviour.events || []).length) { return; }
+    var rows = behaviour.events.map(function (event) {
+      var fields = Object.keys(event).filter(function (key) {
+        return key !== 'at_ms' && key !== 'kind' && key !== 'result';
+      }).map(function (key) {
+        var value = event[key];
+        return key + '=' + (typeof value === 'string' ? value : JSON.stringify(value));
+      });
+      return [ms(event.at_ms) + ' ' + event.kind, fields.join(' ') + (event.result ? ' → ' + event.result : '')];
+    });
+    table(parent, 'behaviour', rows);
+  }
   function table(parent, className, rows) {
     var node = el('table', className);
     rows.forEach(function (pair) {
@@ -222,6 +248,7 @@
       if (c.diff) { diffBlock(box, c.diff); }
       streamBlock(box, 'stdout', c.stdout);
       streamBlock(box, 'stderr', c.stderr);
+      if (c.behaviour) { behaviourBlock(box, c.behaviour); }
       if (c.provenance != null) {
         var provenance = data.provenances[c.provenance];
         box.appendChild(el('h4', null, 'provenance'));

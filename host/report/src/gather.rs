@@ -458,6 +458,7 @@ fn cases(
                 diff,
                 provenance,
                 container,
+                behaviour: event.and_then(|e| e.behaviour.clone()),
             }
         })
         .collect()

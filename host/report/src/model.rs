@@ -149,6 +149,10 @@ pub struct Case {
     /// The container (or instance) it ran in, which no other case shares.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
+    /// What the program tried (a profile that traces): its events, shown
+    /// as text only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub behaviour: Option<progscore_sandbox::Behaviour>,
 }
 
 /// How the program was built, for profiles with a compile step.

@@ -89,6 +89,14 @@ pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<u8> {
     match result {
         Ok(run) => {
             println!("{}", serde_json::to_string_pretty(&run)?);
+            for (index, event) in run.events.iter().enumerate() {
+                if let Some(behaviour) = &event.behaviour {
+                    eprintln!(
+                        "progscore: invocation {index} behaviour: {}",
+                        behaviour.summary()
+                    );
+                }
+            }
             for warning in &run.sandbox_warnings {
                 eprintln!("progscore: sandbox warning: {warning}");
             }

@@ -258,11 +258,13 @@ class ProgramInvocation:
 @dataclass(frozen=True)
 class ProgramResult:
     """What one invocation must produce: conditions on stdout and stderr,
-    and the exit code (0 by default)."""
+    the exit code (0 by default), and its traced behaviour (see
+    ``ProgramBehaves.behaviour``)."""
 
     stdout: Optional[TextCondition] = None
     stderr: Optional[TextCondition] = None
     exit_code: int = 0
+    behaviour: Optional[Mapping[str, Sequence[JsonValue]]] = None
 
     def _json(self) -> dict[str, JsonValue]:
         result: dict[str, JsonValue] = {"exit_code": self.exit_code}
@@ -270,7 +272,14 @@ class ProgramResult:
             result["stdout"] = self.stdout._json()
         if self.stderr is not None:
             result["stderr"] = self.stderr._json()
+        if self.behaviour is not None:
+            result["behaviour"] = _behaviour_json(self.behaviour)
         return result
+
+
+def _behaviour_json(behaviour: Mapping[str, Sequence[JsonValue]]) -> JsonValue:
+    """A behaviour condition as the batch line writes it."""
+    return {key: list(patterns) for key, patterns in behaviour.items()}
 
 
 @dataclass(frozen=True)
@@ -306,13 +315,20 @@ class ProgramBehaves:
     ``files`` are placed beside the program, in its folder, read-only (relative
     path: ``str`` or ``bytes``), seen by its compile and every case; a program
     that brings files starts in its folder. Their digests are part of the
-    attempt."""
+    attempt.
+
+    ``behaviour`` is what every case's traced behaviour must show, for a
+    profile with ``trace = true``: ``{"never": ["net.connect", {"fs.open":
+    {"path": "/sandbox/**", "access": "write"}}], "attempts": [...]}``. A
+    recorded event proves it false (``never``) or true (``attempts``); only a
+    complete trace proves an absence, else the result is undetermined."""
 
     runtime_profile_name: str
     cases: Sequence[ProgramCase]
     limits: Optional[Mapping[str, Union[str, int]]] = None
     compile_limits: Optional[Mapping[str, Union[str, int]]] = None
     files: Optional[Mapping[str, Union[str, bytes]]] = None
+    behaviour: Optional[Mapping[str, Sequence[JsonValue]]] = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cases", _items("ProgramBehaves", "cases", self.cases, ProgramCase))
@@ -328,6 +344,8 @@ class ProgramBehaves:
             behaves["compile_limits"] = dict(self.compile_limits)
         if self.files:
             behaves["files"] = {path: _file_json(content) for path, content in self.files.items()}
+        if self.behaviour is not None:
+            behaves["behaviour"] = _behaviour_json(self.behaviour)
         return {"program_behaves": behaves}
 
 
@@ -453,6 +471,10 @@ class InvocationEvent:
     peak_memory_bytes: Optional[int] = None
     detail: Optional[str] = None
     provenance: Optional[Mapping[str, JsonValue]] = None
+    behaviour: Optional[Mapping[str, JsonValue]] = None
+    """What the program tried (a profile with ``trace``): ``{"status":
+    "traced", "events": [...], "counts": {...}, "dropped": N}`` or
+    ``{"status": "not_traced", "reason": ...}``."""
 
     @property
     def stdout(self) -> str:
@@ -478,6 +500,7 @@ class InvocationEvent:
             peak_memory_bytes=usage.get("peak_memory_bytes"),
             detail=detail,
             provenance=value.get("provenance"),
+            behaviour=value.get("behaviour"),
         )
 
 
@@ -566,6 +589,9 @@ class CaseReport:
     detail: Optional[str] = None
     cpu_ms: Optional[int] = None
     peak_memory_bytes: Optional[int] = None
+    behaviour: Optional[Mapping[str, JsonValue]] = None
+    """The case's behaviour counted per kind (``{"status": "traced",
+    "counts": {"net.connect": 1}}``), or why it was not traced."""
 
     @staticmethod
     def _from_json(value: Mapping[str, JsonValue]) -> CaseReport:
@@ -577,6 +603,7 @@ class CaseReport:
             detail=value.get("detail"),
             cpu_ms=value.get("cpu_ms"),
             peak_memory_bytes=value.get("peak_memory_bytes"),
+            behaviour=value.get("behaviour"),
         )
 
 
