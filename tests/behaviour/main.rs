@@ -1,0 +1,257 @@
+//! Behaviour evidence end to end, through the binary: the red-team corpus
+//! (`corpus.rs`: 50 programs with one side effect each, 50 benign, Python
+//! and C) scored with behaviour conditions under gVisor through Docker and
+//! through the daemonless OCI backend, and a sample under runc (which says
+//! it does not trace). Every side effect is recorded (its kind counted in
+//! the result line, `attempts` true, `never` false, the event named in the
+//! rationale); no benign program shows any event (`never` of every kind
+//! true, proven by a complete trace).
+
+mod corpus;
+
+use std::collections::BTreeMap;
+
+use corpus::{BENIGN, Language, Program, SIDE_EFFECTS};
+use progscore_e2e::{Dir, result_lines, stderr, verdict};
+
+const KINDS: [&str; 10] = [
+    "net.connect",
+    "net.socket",
+    "net.bind",
+    "proc.exec",
+    "proc.spawn",
+    "proc.signal",
+    "proc.ptrace",
+    "fs.open",
+    "fs.unlink",
+    "fs.rename",
+];
+
+/// The sandboxes under test: (name, backend, runtime).
+const TRACED: [(&str, &str, &str); 2] = [
+    ("docker-runsc", "docker", "runsc"),
+    ("oci-runsc", "oci", "runsc"),
+];
+const UNTRACED: [(&str, &str, &str); 2] = [
+    ("docker-runc", "docker", "runc"),
+    ("oci-runc", "oci", "runc"),
+];
+
+fn profile_name(language: Language, sandbox: &str) -> String {
+    let language = match language {
+        Language::Python => "py",
+        Language::C => "c",
+    };
+    format!("traced-{language}-{sandbox}")
+}
+
+/// The generated `python` and `c` profiles as traced profiles under each
+/// sandbox, as TOML to append to the config.
+fn traced_profiles() -> String {
+    let mut profiles = toml::Table::new();
+    for (language, generated) in [(Language::Python, "python"), (Language::C, "c")] {
+        for (sandbox, backend, runtime) in TRACED.iter().chain(UNTRACED.iter()) {
+            let mut spec: toml::Table = progscore_test_kit::generated_profile(generated);
+            spec.insert("backend".into(), (*backend).into());
+            spec.insert("runtime".into(), (*runtime).into());
+            spec.insert("trace".into(), true.into());
+            // Both backends on one machine share its two CPUs: a quick
+            // program's run stays well inside these.
+            spec.remove("engines");
+            profiles.insert(profile_name(language, sandbox), spec.into());
+        }
+    }
+    let mut root = toml::Table::new();
+    root.insert("profiles".into(), profiles.into());
+    toml::to_string(&root).expect("profiles as TOML")
+}
+
+fn line(id: &str, program: &Program, profile: &str, behaviour: serde_json::Value) -> String {
+    let stdin = (program.name.ends_with("stdin")).then_some("abc");
+    serde_json::json!({
+        "id": id,
+        "program": program.source,
+        "expectation": {"conditions": [{"program_behaves": {
+            "profile": profile,
+            "behaviour": behaviour,
+            "cases": [{"invocation": {"args": [], "stdin": stdin}, "expected": {}}]
+        }}]}
+    })
+    .to_string()
+}
+
+struct Scored {
+    lines: BTreeMap<String, serde_json::Value>,
+}
+
+impl Scored {
+    fn of(dir: &Dir, lines: &[String]) -> Scored {
+        let batch = dir.write("batch.jsonl", lines.join("\n") + "\n");
+        let output = dir.run(&["score", batch.to_str().unwrap(), "--jobs", "4"]);
+        let lines = result_lines(&String::from_utf8_lossy(&output.stdout))
+            .into_iter()
+            .map(|line| (line["id"].as_str().expect("an id").to_string(), line))
+            .collect::<BTreeMap<_, _>>();
+        assert!(
+            !lines.is_empty(),
+            "no result lines; stderr: {}",
+            stderr(&output)
+        );
+        Scored { lines }
+    }
+
+    fn get(&self, id: &str) -> &serde_json::Value {
+        self.lines
+            .get(id)
+            .unwrap_or_else(|| panic!("no result line {id}"))
+    }
+}
+
+fn behaviour_of(line: &serde_json::Value) -> &serde_json::Value {
+    &line["cases"][0]["behaviour"]
+}
+
+#[test]
+fn the_corpus_is_traced_under_gvisor_with_every_side_effect_and_no_benign_event() {
+    let dir = Dir::new();
+    dir.edit_config(|config| format!("{config}\n{}", traced_profiles()));
+    let mut lines = Vec::new();
+    for (sandbox, _, _) in TRACED {
+        for program in SIDE_EFFECTS {
+            let profile = profile_name(program.language, sandbox);
+            let kind = program.kind.expect("a side effect");
+            let id = format!("{sandbox}/{}", program.name);
+            lines.push(line(
+                &format!("{id}/attempts"),
+                program,
+                &profile,
+                serde_json::json!({"attempts": [kind]}),
+            ));
+            lines.push(line(
+                &format!("{id}/never"),
+                program,
+                &profile,
+                serde_json::json!({"never": [kind]}),
+            ));
+        }
+        for program in BENIGN {
+            let profile = profile_name(program.language, sandbox);
+            lines.push(line(
+                &format!("{sandbox}/{}/never", program.name),
+                program,
+                &profile,
+                serde_json::json!({"never": KINDS}),
+            ));
+        }
+    }
+    let scored = Scored::of(&dir, &lines);
+
+    let mut missed = Vec::new();
+    for (sandbox, _, _) in TRACED {
+        for program in SIDE_EFFECTS {
+            let kind = program.kind.expect("a side effect");
+            let id = format!("{sandbox}/{}", program.name);
+            let attempts = scored.get(&format!("{id}/attempts"));
+            let never = scored.get(&format!("{id}/never"));
+            let behaviour = behaviour_of(attempts);
+            let counted = behaviour["counts"][kind].as_u64().unwrap_or(0);
+            if verdict(attempts) != "true" || verdict(never) != "false" || counted == 0 {
+                missed.push(format!(
+                    "{id}: {kind} counted {counted}, attempts {} ({}), never {} ({}); behaviour {behaviour}",
+                    verdict(attempts),
+                    attempts["rationale"],
+                    verdict(never),
+                    never["rationale"],
+                ));
+                continue;
+            }
+            // The rationale names what was tried.
+            let rationale = never["rationale"].as_str().unwrap_or_default();
+            assert!(
+                rationale.contains(kind) && rationale.contains("must never do"),
+                "{id}: {rationale}"
+            );
+            assert_eq!(behaviour["status"], "traced", "{id}: {behaviour}");
+        }
+        for program in BENIGN {
+            let id = format!("{sandbox}/{}/never", program.name);
+            let line = scored.get(&id);
+            let behaviour = behaviour_of(line);
+            let quiet = behaviour["status"] == "traced"
+                && behaviour["counts"]
+                    .as_object()
+                    .is_some_and(|c| c.is_empty())
+                && behaviour.get("incomplete").is_none();
+            if verdict(line) != "true" || !quiet {
+                missed.push(format!(
+                    "{id}: {} ({}); behaviour {behaviour}",
+                    verdict(line),
+                    line["rationale"]
+                ));
+            }
+        }
+    }
+    assert!(
+        missed.is_empty(),
+        "{} of {} corpus lines wrong:\n{}",
+        missed.len(),
+        lines.len(),
+        missed.join("\n")
+    );
+}
+
+#[test]
+fn runc_says_it_does_not_trace_and_behaviour_stays_undetermined() {
+    let dir = Dir::new();
+    dir.edit_config(|config| format!("{config}\n{}", traced_profiles()));
+    let sample = [&SIDE_EFFECTS[0], &BENIGN[0], &SIDE_EFFECTS[34], &BENIGN[31]];
+    let mut lines = Vec::new();
+    for (sandbox, _, _) in UNTRACED {
+        for program in sample {
+            let profile = profile_name(program.language, sandbox);
+            lines.push(line(
+                &format!("{sandbox}/{}", program.name),
+                program,
+                &profile,
+                serde_json::json!({"never": KINDS}),
+            ));
+        }
+    }
+    let scored = Scored::of(&dir, &lines);
+    for (id, line) in &scored.lines {
+        assert_eq!(verdict(line), "undetermined", "{id}: {line}");
+        assert_eq!(line["reason_kind"], "behaviour_unknown", "{id}: {line}");
+        let behaviour = behaviour_of(line);
+        assert_eq!(behaviour["status"], "not_traced", "{id}: {behaviour}");
+        assert!(
+            behaviour["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("runtime `runc`")),
+            "{id}: {behaviour}"
+        );
+    }
+    assert_eq!(scored.lines.len(), lines.len());
+}
+
+#[test]
+fn a_behaviour_condition_on_a_profile_that_does_not_trace_is_refused_naming_the_field() {
+    let dir = Dir::new();
+    let batch = dir.write(
+        "batch.jsonl",
+        line(
+            "untraced",
+            &BENIGN[0],
+            "python",
+            serde_json::json!({"never": ["net.connect"]}),
+        ) + "\n",
+    );
+    let output = dir.run(&["score", batch.to_str().unwrap()]);
+    let text = stderr(&output);
+    assert!(
+        text.contains("program_behaves.behaviour")
+            && text.contains("does not trace behaviour")
+            && text.contains("trace = true"),
+        "{text}"
+    );
+    assert_ne!(output.status.code(), Some(0));
+}
