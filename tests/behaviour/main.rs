@@ -255,3 +255,65 @@ fn a_behaviour_condition_on_a_profile_that_does_not_trace_is_refused_naming_the_
     );
     assert_ne!(output.status.code(), Some(0));
 }
+
+#[test]
+fn a_flood_of_events_is_counted_whole_kept_bounded_and_undetermined_only_where_the_drop_could_hide_it()
+ {
+    let dir = Dir::new();
+    dir.edit_config(|config| format!("{config}\n{}", traced_profiles()));
+    let flood = Program {
+        name: "py-open-flood",
+        language: Language::Python,
+        kind: Some("fs.open"),
+        source: "for _ in range(20000):\n    open('/tmp/f', 'w').close()\n",
+    };
+    let mut lines = Vec::new();
+    for (sandbox, _, _) in TRACED {
+        let profile = profile_name(Language::Python, sandbox);
+        for (name, behaviour) in [
+            ("kind", serde_json::json!({"never": ["fs.open"]})),
+            (
+                "path",
+                serde_json::json!({"never": [{"fs.open": {"path": "/sandbox/**"}}]}),
+            ),
+            (
+                "other-kind",
+                serde_json::json!({"never": ["net.connect", "proc.exec"]}),
+            ),
+        ] {
+            lines.push(line(
+                &format!("{sandbox}/{name}"),
+                &flood,
+                &profile,
+                behaviour,
+            ));
+        }
+    }
+    let scored = Scored::of(&dir, &lines);
+    for (sandbox, _, _) in TRACED {
+        let kind = scored.get(&format!("{sandbox}/kind"));
+        let behaviour = behaviour_of(kind);
+        assert_eq!(
+            behaviour["counts"]["fs.open"], 20000,
+            "{sandbox}: {behaviour}"
+        );
+        assert_eq!(behaviour["dropped"], 20000 - 256, "{sandbox}: {behaviour}");
+        assert!(
+            behaviour.get("incomplete").is_none(),
+            "{sandbox}: {behaviour}"
+        );
+        // The count proves the kind; a path the dropped events could hold
+        // is undetermined; another kind's absence is still proven.
+        assert_eq!(verdict(kind), "false", "{sandbox}: {kind}");
+        let path = scored.get(&format!("{sandbox}/path"));
+        assert_eq!(verdict(path), "undetermined", "{sandbox}: {path}");
+        assert!(
+            path["rationale"]
+                .as_str()
+                .is_some_and(|r| r.contains("were not kept")),
+            "{sandbox}: {path}"
+        );
+        let other = scored.get(&format!("{sandbox}/other-kind"));
+        assert_eq!(verdict(other), "true", "{sandbox}: {other}");
+    }
+}

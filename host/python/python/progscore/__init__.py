@@ -382,7 +382,11 @@ class DockerRuntimeProfile:
     A compiled language gives ``source`` (the program's file name under
     ``/sandbox``), ``compile`` (run verbatim once per program, with ``/build``
     writable) and optionally ``compile_limits`` (same keys as the limits); the
-    cases then run ``command`` and their arguments, with ``/build`` read-only."""
+    cases then run ``command`` and their arguments, with ``/build`` read-only.
+
+    ``trace=True`` records what each case tried (under ``runtime="runsc"``;
+    another runtime says it does not trace), so behaviour conditions can be
+    scored."""
 
     image: str
     command: Sequence[str]
@@ -398,6 +402,7 @@ class DockerRuntimeProfile:
     source: Optional[str] = None
     compile: Optional[Sequence[str]] = None
     compile_limits: Optional[Mapping[str, Union[str, int, float]]] = None
+    trace: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "command", _strings("DockerRuntimeProfile", "command", self.command))
@@ -427,6 +432,8 @@ class DockerRuntimeProfile:
             spec["compile"] = list(self.compile)
         if self.compile_limits is not None:
             spec["compile_limits"] = dict(self.compile_limits)
+        if self.trace:
+            spec["trace"] = True
         return spec
 
 
