@@ -319,6 +319,11 @@ fn absence_unproven(trace: &BehaviourTrace, pattern: &ActionPattern) -> Option<S
     if let Some(why) = &trace.incomplete {
         return Some(format!("the trace is incomplete ({why})"));
     }
+    if let Some(why) = &trace.arguments_unverified
+        && pattern.has_filters()
+    {
+        return Some(format!("the events' arguments are not verified ({why})"));
+    }
     if pattern.has_filters() && !trace.keeps_every(pattern.kind) {
         return Some(format!(
             "{} events of {} were not kept (only the first {} events are)",
@@ -569,6 +574,20 @@ mod tests {
             check(1, &never, Some(&Behaviour::Traced(incomplete))),
             BehaviourFinding::Undecided(clause) if clause.contains("the stream was cut")
         ));
+        // Arguments the program could have changed prove no absence that
+        // depends on them; a kind's absence still stands.
+        let mut unverified = BehaviourTrace::new(ActionKind::ALL.to_vec());
+        unverified.arguments_unverified = Some("read from the program's memory".into());
+        let unverified = Behaviour::Traced(unverified);
+        assert!(matches!(
+            check(1, &never, Some(&unverified)),
+            BehaviourFinding::Undecided(clause) if clause.contains("not verified")
+        ));
+        let kinds_only = condition(serde_json::json!({"never": ["net.connect"]}));
+        assert_eq!(
+            check(1, &kinds_only, Some(&unverified)),
+            BehaviourFinding::Holds
+        );
         let narrow = Behaviour::Traced(BehaviourTrace::new(vec![ActionKind::FsOpen]));
         assert!(matches!(
             check(1, &never, Some(&narrow)),

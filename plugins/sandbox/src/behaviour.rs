@@ -310,6 +310,12 @@ pub struct BehaviourTrace {
     /// trace proves no absence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<String>,
+    /// Set when the events' arguments (paths, addresses) were read from the
+    /// program's own memory while it ran, so that the program could have
+    /// changed them (a seccomp listener): says so. Kinds and counts stay
+    /// exact; an absence that depends on an argument is not proven.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_unverified: Option<String>,
 }
 
 impl BehaviourTrace {
