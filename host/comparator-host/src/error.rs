@@ -21,11 +21,11 @@ pub enum ComparatorError {
     #[error("comparator \"{0}\" is already registered")]
     Duplicate(String),
     /// A user comparator's file could not be read.
-    #[error("comparator \"{name}\": cannot read {}: {source}", path.display())]
+    #[error("comparator \"{name}\": cannot read {}: {cause}", path.display())]
     Read {
         name: String,
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A user comparator's file is not the one pinned in the configuration.
     #[error(

@@ -127,7 +127,7 @@ impl ComparatorHost {
         let bytes = std::fs::read(path).map_err(|source| ComparatorError::Read {
             name: name.to_string(),
             path: path.to_path_buf(),
-            source,
+            cause: source,
         })?;
         let actual = sha256_hex(&bytes);
         if actual != expected {

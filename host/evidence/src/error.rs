@@ -8,11 +8,11 @@ use crate::record::Observation;
 #[derive(Debug, Error)]
 pub enum StoreError {
     /// The database file could not be opened or configured.
-    #[error("evidence store {path}: cannot open: {source}")]
+    #[error("evidence store {path}: cannot open: {cause}")]
     Open {
         /// The file (or `:memory:`).
         path: String,
-        source: rusqlite::Error,
+        cause: rusqlite::Error,
     },
     /// The file was written by a newer progscore; reading it could misread
     /// evidence, so it is refused.
@@ -26,17 +26,17 @@ pub enum StoreError {
         supported: i64,
     },
     /// A migration step failed; the file is left at the previous version.
-    #[error("evidence store {path}: migration to schema version {version} failed: {source}")]
+    #[error("evidence store {path}: migration to schema version {version} failed: {cause}")]
     Migration {
         path: String,
         version: i64,
-        source: rusqlite::Error,
+        cause: rusqlite::Error,
     },
     /// Any other SQLite failure (busy beyond the timeout, disk full, ...).
-    #[error("evidence store: {context}: {source}")]
+    #[error("evidence store: {context}: {cause}")]
     Sqlite {
         context: &'static str,
-        source: rusqlite::Error,
+        cause: rusqlite::Error,
     },
     /// An observation with this id is stored with other content. The stored
     /// one stands; it is returned so the caller can use it instead.
@@ -76,7 +76,7 @@ pub enum StoreError {
     InvalidRecord(String),
     /// A record could not be turned into JSON.
     #[error("cannot serialize a record: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(serde_json::Error),
     /// Another thread panicked while holding the connection.
     #[error("the evidence store's connection lock was poisoned by a panic in another thread")]
     Poisoned,
@@ -99,6 +99,17 @@ impl StoreError {
     }
 
     pub(crate) fn sqlite(context: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
-        move |source| StoreError::Sqlite { context, source }
+        move |source| StoreError::Sqlite {
+            context,
+            cause: source,
+        }
+    }
+}
+
+// The message quotes the cause, so it is not also this error's source
+// (a caller printing the chain would say it twice).
+impl From<serde_json::Error> for StoreError {
+    fn from(error: serde_json::Error) -> Self {
+        StoreError::Json(error)
     }
 }

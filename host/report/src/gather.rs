@@ -29,7 +29,7 @@ impl ResultLines {
         let source = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source_error| ReportError::Read {
             path: source.clone(),
-            source: source_error,
+            cause: source_error,
         })?;
         let mut lines = Vec::new();
         for (index, line) in text.lines().enumerate() {
@@ -117,7 +117,7 @@ pub fn gather(
 ) -> Result<Report, ReportError> {
     let store_fault = |source: StoreError| ReportError::Store {
         location: store.location().to_string(),
-        source,
+        cause: source,
     };
     let before: Option<HashMap<String, &'static str>> = baseline.map(|baseline| {
         baseline

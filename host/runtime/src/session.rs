@@ -21,17 +21,16 @@ pub enum SessionError {
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The comparator host or a comparator the config names failed to load.
-    #[error("{config}: comparators: {source}")]
+    #[error("{config}: comparators: {cause}")]
     Comparators {
         /// The config file.
         config: String,
         /// Why.
-        #[source]
-        source: ComparatorError,
+        cause: ComparatorError,
     },
     /// A backend could not be built.
     #[error("sandbox: {0}")]
-    Sandbox(#[from] progscore_sandbox::SandboxError),
+    Sandbox(progscore_sandbox::SandboxError),
 }
 
 /// The store, the comparators, and (when executing) the backends and scorer.
@@ -103,7 +102,7 @@ impl Session {
 pub fn load_comparators(config: &Config) -> Result<ComparatorHost, SessionError> {
     let error = |source: ComparatorError| SessionError::Comparators {
         config: config.path.display().to_string(),
-        source,
+        cause: source,
     };
     let mut host = ComparatorHost::new(HostOptions::default()).map_err(error)?;
     host.register_builtins().map_err(error)?;
@@ -112,4 +111,12 @@ pub fn load_comparators(config: &Config) -> Result<ComparatorHost, SessionError>
             .map_err(error)?;
     }
     Ok(host)
+}
+
+// The message quotes the cause, so it is not also this error's source
+// (a caller printing the chain would say it twice).
+impl From<progscore_sandbox::SandboxError> for SessionError {
+    fn from(error: progscore_sandbox::SandboxError) -> Self {
+        SessionError::Sandbox(error)
+    }
 }

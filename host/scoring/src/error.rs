@@ -12,7 +12,7 @@ use crate::comparator::ComparatorRefusal;
 pub enum ScoringError {
     /// The expectation is invalid; nothing ran.
     #[error("invalid expectation: {0}")]
-    Expectation(#[from] ExpectationError),
+    Expectation(ExpectationError),
     /// A program named by its stored id is not in the store.
     #[error("program {sha256} is not stored")]
     ProgramNotStored {
@@ -21,14 +21,14 @@ pub enum ScoringError {
     },
     /// A replay was refused; nothing was written.
     #[error("replay refused: {0}")]
-    Replay(#[from] ReplayRefusal),
+    Replay(ReplayRefusal),
     /// The evidence store failed (or holds a tampered row).
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The sandbox refused the run (its profile cannot run here, or the
     /// engine was lost and did not come back). Nothing was stored.
     #[error("the sandbox refused the run: {0}")]
-    Refused(#[source] SandboxError),
+    Refused(SandboxError),
     /// Every caller cancelled; the run was stopped and cleaned up.
     #[error("cancelled")]
     Cancelled,
@@ -37,7 +37,7 @@ pub enum ScoringError {
     RunLost(String),
     /// A record could not be encoded as JSON.
     #[error("cannot encode a record: {0}")]
-    Encode(#[from] serde_json::Error),
+    Encode(serde_json::Error),
 }
 
 /// Why an expectation was refused before anything ran.
@@ -88,7 +88,7 @@ pub enum ExpectationError {
     },
     /// A file the program brings cannot be placed beside it.
     #[error("files: {0}")]
-    Files(#[from] progscore_sandbox::InvalidFiles),
+    Files(progscore_sandbox::InvalidFiles),
     /// Behaviour is expected of a profile that does not trace it.
     #[error(
         "profile `{profile}` does not trace behaviour, so a behaviour condition could never be decided; use a profile with `trace = true`"
@@ -214,4 +214,36 @@ pub enum ReplayRefusal {
         /// How they differ.
         detail: String,
     },
+}
+
+// The message quotes the cause, so it is not also this error's source
+// (a caller printing the chain would say it twice).
+impl From<ExpectationError> for ScoringError {
+    fn from(error: ExpectationError) -> Self {
+        ScoringError::Expectation(error)
+    }
+}
+
+// The message quotes the cause, so it is not also this error's source
+// (a caller printing the chain would say it twice).
+impl From<ReplayRefusal> for ScoringError {
+    fn from(error: ReplayRefusal) -> Self {
+        ScoringError::Replay(error)
+    }
+}
+
+// The message quotes the cause, so it is not also this error's source
+// (a caller printing the chain would say it twice).
+impl From<serde_json::Error> for ScoringError {
+    fn from(error: serde_json::Error) -> Self {
+        ScoringError::Encode(error)
+    }
+}
+
+// The message quotes the cause, so it is not also this error's source
+// (a caller printing the chain would say it twice).
+impl From<progscore_sandbox::InvalidFiles> for ExpectationError {
+    fn from(error: progscore_sandbox::InvalidFiles) -> Self {
+        ExpectationError::Files(error)
+    }
 }

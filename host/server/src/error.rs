@@ -24,7 +24,7 @@ pub enum ServeError {
     },
     /// A served profile failed its preflight.
     #[error(
-        "profile `{profile}` cannot run here: {source}\n  Fix it (`progscore doctor` says what is wrong), or serve the others only: [serve] profiles = [{others}]"
+        "profile `{profile}` cannot run here: {cause}\n  Fix it (`progscore doctor` says what is wrong), or serve the others only: [serve] profiles = [{others}]"
     )]
     Preflight {
         /// The profile.
@@ -32,15 +32,14 @@ pub enum ServeError {
         /// The other served profiles, quoted, for the suggested fix.
         others: String,
         /// Why.
-        #[source]
-        source: Box<SandboxError>,
+        cause: Box<SandboxError>,
     },
     /// The session (store, comparators, backends) could not be opened.
     #[error(transparent)]
     Session(#[from] progscore_runtime::session::SessionError),
     /// Listening or serving failed.
     #[error("{0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
 }
 
 /// A request's refusal or failure: a status, a message, and the field at
@@ -144,5 +143,13 @@ impl IntoResponse for ApiError {
             }
         }
         response
+    }
+}
+
+// The message quotes the cause, so it is not also this error's source
+// (a caller printing the chain would say it twice).
+impl From<std::io::Error> for ServeError {
+    fn from(error: std::io::Error) -> Self {
+        ServeError::Io(error)
     }
 }

@@ -85,7 +85,7 @@ impl AppState {
                 return Err(ServeError::Preflight {
                     profile: name.clone(),
                     others: others.join(", "),
-                    source: Box::new(source),
+                    cause: Box::new(source),
                 });
             }
             tracing::info!(profile = %name, "preflight passed");

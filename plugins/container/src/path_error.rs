@@ -12,15 +12,14 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum PathError {
     /// One operation on one path failed.
-    #[error("cannot {action} {}: {source}", path.display())]
+    #[error("cannot {action} {}: {cause}", path.display())]
     Io {
         /// What was tried ("remove cgroup", "write", ...).
         action: &'static str,
         /// Where.
         path: PathBuf,
         /// Why.
-        #[source]
-        source: io::Error,
+        cause: io::Error,
     },
     /// Several paths of one operation failed (each named).
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
@@ -33,7 +32,7 @@ impl PathError {
         PathError::Io {
             action,
             path: path.into(),
-            source,
+            cause: source,
         }
     }
 
@@ -41,7 +40,7 @@ impl PathError {
     /// not all exited yet): worth trying again in a moment.
     pub fn all_busy(&self) -> bool {
         match self {
-            PathError::Io { source, .. } => source.raw_os_error() == Some(libc::EBUSY),
+            PathError::Io { cause: source, .. } => source.raw_os_error() == Some(libc::EBUSY),
             PathError::Several(errors) => errors.iter().all(PathError::all_busy),
         }
     }

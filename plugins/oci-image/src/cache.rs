@@ -481,7 +481,7 @@ async fn blocking<T: Send + 'static>(
         .map_err(|source| ImageError::Task {
             reference: pinned.text.clone(),
             what,
-            source,
+            cause: source,
         })?
 }
 
@@ -567,7 +567,7 @@ fn build_tree(
         let layer_error = |source: UnpackError| ImageError::Layer {
             reference: pinned.text.clone(),
             layer: layer.digest.to_string(),
-            source,
+            cause: source,
         };
         let path = layout.blob(&layer.digest);
         let file = File::open(&path).map_err(|e| ImageError::io("open", &path, e))?;
@@ -582,7 +582,7 @@ fn build_tree(
         rootfs.apply_layer(&mut hashing).map_err(layer_error)?;
         let (diff_id, _) = hashing
             .finish()
-            .map_err(|source| layer_error(UnpackError::Archive { source }))?;
+            .map_err(|source| layer_error(UnpackError::Archive { cause: source }))?;
         if diff_id != layer.diff_id {
             return Err(ImageError::DiffIdMismatch {
                 reference: pinned.text.clone(),
@@ -603,7 +603,7 @@ fn build_tree(
     rootfs.finish().map_err(|source| ImageError::Layer {
         reference: pinned.text.clone(),
         layer: "(directory times)".into(),
-        source,
+        cause: source,
     })?;
     let tree = tree_digest(&rootfs_path)?;
     record.tree_digest = tree.digest;

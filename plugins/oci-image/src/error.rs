@@ -132,12 +132,11 @@ pub enum ImageError {
 
     /// A layer could not be applied: a malformed archive, an entry that would
     /// reach outside the root filesystem, or a file that could not be written.
-    #[error("image `{reference}`: layer {layer}: {source}")]
+    #[error("image `{reference}`: layer {layer}: {cause}")]
     Layer {
         reference: String,
         layer: String,
-        #[source]
-        source: UnpackError,
+        cause: UnpackError,
     },
 
     /// The cached root filesystem is not the tree that was prepared.
@@ -175,21 +174,19 @@ pub enum ImageError {
     NotPrivate { path: PathBuf, problem: String },
 
     /// A file of the cache could not be read or written.
-    #[error("cannot {action} {}: {source}", path.display())]
+    #[error("cannot {action} {}: {cause}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
-        #[source]
-        source: io::Error,
+        cause: io::Error,
     },
 
     /// A background task (hashing, unpacking) panicked or was cancelled.
-    #[error("image `{reference}`: {what} did not finish: {source}")]
+    #[error("image `{reference}`: {what} did not finish: {cause}")]
     Task {
         reference: String,
         what: &'static str,
-        #[source]
-        source: tokio::task::JoinError,
+        cause: tokio::task::JoinError,
     },
 }
 
@@ -198,7 +195,7 @@ impl ImageError {
         ImageError::Io {
             action,
             path: path.into(),
-            source,
+            cause: source,
         }
     }
 }
@@ -217,18 +214,14 @@ pub enum UnpackError {
     Unsupported { entry: String, kind: String },
 
     /// The archive itself is malformed (or truncated).
-    #[error("the layer is not a readable tar archive: {source}")]
-    Archive {
-        #[source]
-        source: io::Error,
-    },
+    #[error("the layer is not a readable tar archive: {cause}")]
+    Archive { cause: io::Error },
 
     /// A file of the root filesystem could not be created or changed.
-    #[error("cannot {action} {}: {source}", path.display())]
+    #[error("cannot {action} {}: {cause}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
-        #[source]
-        source: io::Error,
+        cause: io::Error,
     },
 }

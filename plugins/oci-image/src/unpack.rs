@@ -60,16 +60,16 @@ impl Rootfs {
         let mut this_layer: HashSet<PathBuf> = HashSet::new();
         let entries = archive
             .entries()
-            .map_err(|source| UnpackError::Archive { source })?;
+            .map_err(|source| UnpackError::Archive { cause: source })?;
         for entry in entries {
-            let mut entry = entry.map_err(|source| UnpackError::Archive { source })?;
+            let mut entry = entry.map_err(|source| UnpackError::Archive { cause: source })?;
             let kind = entry.header().entry_type();
             if matches!(kind, EntryType::XGlobalHeader | EntryType::XHeader) {
                 continue;
             }
             let raw = entry
                 .path()
-                .map_err(|source| UnpackError::Archive { source })?
+                .map_err(|source| UnpackError::Archive { cause: source })?
                 .into_owned();
             let name = raw.to_string_lossy().into_owned();
             let rel = plain_path(&raw).map_err(|reason| unsafe_entry(&name, reason))?;
@@ -167,7 +167,7 @@ impl Rootfs {
         let header = entry.header();
         let mode = header
             .mode()
-            .map_err(|source| UnpackError::Archive { source })?
+            .map_err(|source| UnpackError::Archive { cause: source })?
             & 0o7777;
         let uid = id(header.uid(), name)?;
         let gid = id(header.gid(), name)?;
@@ -217,7 +217,7 @@ impl Rootfs {
         let link_source = if kind == EntryType::Link {
             let target = entry
                 .link_name()
-                .map_err(|source| UnpackError::Archive { source })?
+                .map_err(|source| UnpackError::Archive { cause: source })?
                 .ok_or_else(|| unsafe_entry(name, "is a hard link without a target"))?;
             let target_rel = plain_path(&target)
                 .map_err(|reason| unsafe_entry(name, &format!("hard link target {}", reason)))?;
@@ -273,7 +273,7 @@ impl Rootfs {
             EntryType::Symlink => {
                 let target = entry
                     .link_name()
-                    .map_err(|source| UnpackError::Archive { source })?
+                    .map_err(|source| UnpackError::Archive { cause: source })?
                     .ok_or_else(|| unsafe_entry(name, "is a symbolic link without a target"))?;
                 // Whatever it points to is never followed while unpacking; at
                 // run time the runtime resolves it inside the container.
@@ -493,7 +493,7 @@ fn copy_contents(entry: &mut impl Read, file: &mut File, path: &Path) -> Result<
             Ok(0) => return Ok(()),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(source) => return Err(UnpackError::Archive { source }),
+            Err(source) => return Err(UnpackError::Archive { cause: source }),
         };
         file.write_all(&buffer[..n])
             .map_err(|source| io_error("write", path, source))?;
@@ -548,7 +548,7 @@ fn mknod(path: &Path, file_type: libc::mode_t, dev: libc::dev_t) -> Result<(), U
 }
 
 fn id(value: io::Result<u64>, name: &str) -> Result<u32, UnpackError> {
-    let value = value.map_err(|source| UnpackError::Archive { source })?;
+    let value = value.map_err(|source| UnpackError::Archive { cause: source })?;
     u32::try_from(value).map_err(|_| unsafe_entry(name, "has an owner id beyond 32 bits"))
 }
 
@@ -563,7 +563,7 @@ fn io_error(action: &'static str, path: &Path, source: io::Error) -> UnpackError
     UnpackError::Io {
         action,
         path: path.to_owned(),
-        source,
+        cause: source,
     }
 }
 

@@ -97,13 +97,12 @@ pub enum OwnerError {
         problem: String,
     },
     /// A filesystem operation failed.
-    #[error("{what} {path}: {source}")]
+    #[error("{what} {path}: {cause}")]
     Io {
         what: &'static str,
         path: String,
         /// Why.
-        #[source]
-        source: io::Error,
+        cause: io::Error,
     },
 }
 
@@ -112,7 +111,7 @@ impl OwnerError {
         move |source| OwnerError::Io {
             what,
             path: path.display().to_string(),
-            source,
+            cause: source,
         }
     }
 }
@@ -312,7 +311,7 @@ impl DeadOwner {
                 return Err(OwnerError::Io {
                     what: "cannot remove a dead owner's workspaces",
                     path: self.dir.display().to_string(),
-                    source,
+                    cause: source,
                 });
             }
         }
@@ -324,7 +323,7 @@ impl DeadOwner {
             Err(source) => Err(OwnerError::Io {
                 what: "cannot remove a dead owner's lock",
                 path: self.lock_path.display().to_string(),
-                source,
+                cause: source,
             }),
         }
     }

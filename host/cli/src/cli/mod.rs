@@ -189,18 +189,44 @@ pub async fn dispatch(args: Args) -> u8 {
     }
 }
 
-/// An error and its causes, each said once: an error whose message already
-/// quotes its cause (most of this project's do) is not followed by it again.
+/// An error and its causes, each said once. The libraries' errors that
+/// quote their cause in their message do not also give it as their source,
+/// so every link of the chain says something new.
 fn chain(err: &anyhow::Error) -> String {
-    let mut message = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            if !message.is_empty() {
-                message.push_str(": ");
-            }
-            message.push_str(&text);
-        }
+    err.chain()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chain;
+    use anyhow::Context;
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let store = progscore_scoring::evidence::StoreError::Sqlite {
+            context: "reading observations",
+            cause: rusqlite_error(),
+        };
+        let err = Err::<(), _>(store)
+            .context("cannot rescore results.jsonl")
+            .unwrap_err();
+        let text = chain(&err);
+        assert_eq!(text.matches("disk I/O error").count(), 1, "{text}");
+        assert!(
+            text.starts_with(
+                "cannot rescore results.jsonl: evidence store: reading observations: "
+            ),
+            "{text}"
+        );
     }
-    message
+
+    fn rusqlite_error() -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_IOERR),
+            Some("disk I/O error".into()),
+        )
+    }
 }

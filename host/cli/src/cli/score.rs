@@ -426,7 +426,10 @@ fn store_fault(session: &Session, err: &StoreError, batch: &Path, line: usize) -
 fn store_fault_message(session: &Session, err: &StoreError) -> String {
     let location = session.store.location();
     let fault = match err {
-        StoreError::Sqlite { context, source } => {
+        StoreError::Sqlite {
+            context,
+            cause: source,
+        } => {
             format!("evidence store {location}: {context}: {source}")
         }
         other => other.to_string(),

@@ -101,7 +101,7 @@ impl EvidenceStore {
         let label = path.display().to_string();
         let conn = Connection::open(path).map_err(|source| StoreError::Open {
             path: label.clone(),
-            source,
+            cause: source,
         })?;
         EvidenceStore::init(conn, label)
     }
@@ -111,7 +111,7 @@ impl EvidenceStore {
         let label = ":memory:".to_string();
         let conn = Connection::open_in_memory().map_err(|source| StoreError::Open {
             path: label.clone(),
-            source,
+            cause: source,
         })?;
         EvidenceStore::init(conn, label)
     }
@@ -119,7 +119,7 @@ impl EvidenceStore {
     fn init(mut conn: Connection, label: String) -> Result<EvidenceStore, StoreError> {
         let open_err = |source| StoreError::Open {
             path: label.clone(),
-            source,
+            cause: source,
         };
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         // WAL: readers never block the writer, and several processes can share
@@ -216,7 +216,7 @@ fn migrate(conn: &mut Connection, label: &str) -> Result<(), StoreError> {
         let failed = |source| StoreError::Migration {
             path: label.to_string(),
             version: target,
-            source,
+            cause: source,
         };
         tx.execute_batch(step).map_err(failed)?;
         tx.pragma_update(None, "user_version", target)

@@ -11,11 +11,8 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("{path}: cannot read the config: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("{path}: cannot read the config: {cause}")]
+    Read { path: String, cause: std::io::Error },
     /// The TOML is malformed or has unknown/mistyped fields.
     #[error("{path}: {message}")]
     Parse {

@@ -182,7 +182,7 @@ impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.display().to_string(),
-            source,
+            cause: source,
         })?;
         Config::parse(path, &text)
     }

@@ -124,7 +124,7 @@ async fn assert_refused(tag: &str, layers: Vec<Vec<u8>>, entry: &str) {
         matches!(
             &err,
             ImageError::Layer {
-                source: UnpackError::Unsafe { .. },
+                cause: UnpackError::Unsafe { .. },
                 ..
             }
         ),
