@@ -317,3 +317,27 @@ fn a_flood_of_events_is_counted_whole_kept_bounded_and_undetermined_only_where_t
         assert_eq!(verdict(other), "true", "{sandbox}: {other}");
     }
 }
+
+#[test]
+fn doctor_says_which_traced_profiles_are_traced_and_why_not() {
+    let dir = Dir::new();
+    dir.edit_config(|config| format!("{config}\n{}", traced_profiles()));
+    let output = dir.run(&["doctor"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    let line = |profile: &str| {
+        text.lines()
+            .find(|line| line.contains(&format!("profile {profile}:")))
+            .unwrap_or_else(|| panic!("no line for {profile} in:\n{text}"))
+            .to_string()
+    };
+    assert!(
+        line("traced-py-docker-runsc").ends_with("behaviour traced"),
+        "{text}"
+    );
+    assert!(
+        line("traced-py-docker-runc").contains("behaviour not traced: runtime `runc`"),
+        "{text}"
+    );
+    // An untraced profile says nothing of behaviour.
+    assert!(!line("python-gvisor").contains("behaviour"), "{text}");
+}

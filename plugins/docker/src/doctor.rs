@@ -70,12 +70,19 @@ pub(crate) async fn diagnose(pool: &Arc<Pool>, profiles: &[RuntimeProfile]) -> V
         }) {
             let check = match &reached {
                 Err(err) => Err(err.clone()),
-                Ok(_) => pool.check(index, profile).await.map(|(runtime, image)| {
-                    format!(
+                Ok(facts) => pool.check(index, profile).await.map(|(runtime, image)| {
+                    let mut detail = format!(
                         "image {} (id {}), runtime {runtime}",
                         profile.image().map(|i| i.to_string()).unwrap_or_default(),
                         image.image_id
-                    )
+                    );
+                    if profile.trace.is_some() {
+                        detail.push_str(&match tracing(facts, &runtime, pooled) {
+                            Ok(()) => ", behaviour traced".to_string(),
+                            Err(why) => format!(", behaviour not traced: {why}"),
+                        });
+                    }
+                    detail
                 }),
             };
             checks.push(ProfileCheck {
@@ -87,6 +94,17 @@ pub(crate) async fn diagnose(pool: &Arc<Pool>, profiles: &[RuntimeProfile]) -> V
         reports.push(report(pooled, reached.as_ref(), checks));
     }
     reports
+}
+
+/// Whether the cases of a traced profile are traced on this engine, and
+/// if not, why (as a run would record it).
+fn tracing(facts: &EngineFacts, runtime: &str, pooled: &PooledEngine) -> Result<(), String> {
+    if runtime != "runsc" {
+        return Err(format!(
+            "runtime `{runtime}` does not trace behaviour: only gVisor (runtime `runsc`) records what a program tried"
+        ));
+    }
+    facts.can_trace(runtime, pooled.options.endpoint.is_local())
 }
 
 /// Builds one engine's doctor report from whatever could be learnt.
