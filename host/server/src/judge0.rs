@@ -505,17 +505,17 @@ fn submission_limits(request: &SubmissionRequest) -> Result<RequestLimits, ApiEr
     let stage = LimitStage::Run;
     if let Some(seconds) = request.cpu_time_limit {
         let value = time_value(seconds, 1000.0, "seconds")
-            .map_err(|why| unprocessable("cpu_time_limit", why))?;
+            .map_err(|why| unprocessable("cpu_time_limit", why.to_string()))?;
         limits.set_cpu_time(stage, value);
     }
     if let Some(seconds) = request.wall_time_limit {
         let value = time_value(seconds, 1000.0, "seconds")
-            .map_err(|why| unprocessable("wall_time_limit", why))?;
+            .map_err(|why| unprocessable("wall_time_limit", why.to_string()))?;
         limits.set_timeout(stage, value);
     }
     if let Some(kb) = request.memory_limit {
-        let value =
-            size_value(kb, 1024.0, "KB").map_err(|why| unprocessable("memory_limit", why))?;
+        let value = size_value(kb, 1024.0, "KB")
+            .map_err(|why| unprocessable("memory_limit", why.to_string()))?;
         limits.set_memory(stage, value);
     }
     if let Some(pids) = request.max_processes_and_or_threads {

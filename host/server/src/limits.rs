@@ -76,13 +76,25 @@ impl RequestLimits {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigValue(String);
 
+/// A dialect's limit that is not a number of its unit at least 0.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{value} is not a {quantity}: give a number of {unit} >= 0")]
+pub struct NotAQuantity {
+    value: f64,
+    /// `time` or `size`.
+    quantity: &'static str,
+    unit: String,
+}
+
 /// `value` of a time in `unit` (`ms_per_unit` milliseconds each), as the
 /// config writes it; why not when it is not a number of them at least 0.
-pub fn time_value(value: f64, ms_per_unit: f64, unit: &str) -> Result<ConfigValue, String> {
+pub fn time_value(value: f64, ms_per_unit: f64, unit: &str) -> Result<ConfigValue, NotAQuantity> {
     if !value.is_finite() || value < 0.0 {
-        return Err(format!(
-            "{value} is not a time: give a number of {unit} >= 0"
-        ));
+        return Err(NotAQuantity {
+            value,
+            quantity: "time",
+            unit: unit.to_string(),
+        });
     }
     let ms = (value * ms_per_unit).round().min(LONGEST_MS) as u64;
     Ok(ConfigValue(format!("{ms}ms")))
@@ -90,11 +102,17 @@ pub fn time_value(value: f64, ms_per_unit: f64, unit: &str) -> Result<ConfigValu
 
 /// `value` of a size in `unit` (`bytes_per_unit` bytes each), as the config
 /// writes it; why not when it is not a number of them at least 0.
-pub fn size_value(value: f64, bytes_per_unit: f64, unit: &str) -> Result<ConfigValue, String> {
+pub fn size_value(
+    value: f64,
+    bytes_per_unit: f64,
+    unit: &str,
+) -> Result<ConfigValue, NotAQuantity> {
     if !value.is_finite() || value < 0.0 {
-        return Err(format!(
-            "{value} is not a size: give a number of {unit} >= 0"
-        ));
+        return Err(NotAQuantity {
+            value,
+            quantity: "size",
+            unit: unit.to_string(),
+        });
     }
     let bytes = (value * bytes_per_unit).round().min(LARGEST_BYTES) as u64;
     Ok(ConfigValue(format!("{bytes}B")))

@@ -139,13 +139,17 @@ fn request_limits(request: &ExecuteRequest, compiles: bool) -> Result<RequestLim
     for (stage, timeout, memory) in stages {
         let part = |key| LimitPart { stage, key };
         if let Some(ms) = given(timeout) {
-            let value = time_value(ms, 1.0, "milliseconds (or -1 for the profile's)")
-                .map_err(|why| ApiError::bad_field(limit_field(part(LimitKey::Timeout)), why))?;
+            let value =
+                time_value(ms, 1.0, "milliseconds (or -1 for the profile's)").map_err(|why| {
+                    ApiError::bad_field(limit_field(part(LimitKey::Timeout)), why.to_string())
+                })?;
             limits.set_timeout(stage, value);
         }
         if let Some(bytes) = given(memory) {
-            let value = size_value(bytes, 1.0, "bytes (or -1 for the profile's)")
-                .map_err(|why| ApiError::bad_field(limit_field(part(LimitKey::Memory)), why))?;
+            let value =
+                size_value(bytes, 1.0, "bytes (or -1 for the profile's)").map_err(|why| {
+                    ApiError::bad_field(limit_field(part(LimitKey::Memory)), why.to_string())
+                })?;
             limits.set_memory(stage, value);
         }
     }

@@ -252,20 +252,20 @@ fn request_limits(request: &RunCodeRequest, compiles: bool) -> Result<RequestLim
     let mut limits = RequestLimits::default();
     if let Some(seconds) = request.run_timeout {
         let value = time_value(seconds, 1000.0, "seconds")
-            .map_err(|why| ApiError::bad_field("run_timeout", why))?;
+            .map_err(|why| ApiError::bad_field("run_timeout", why.to_string()))?;
         limits.set_timeout(LimitStage::Run, value);
     }
     if let Some(seconds) = request.compile_timeout
         && compiles
     {
         let value = time_value(seconds, 1000.0, "seconds")
-            .map_err(|why| ApiError::bad_field("compile_timeout", why))?;
+            .map_err(|why| ApiError::bad_field("compile_timeout", why.to_string()))?;
         limits.set_timeout(LimitStage::Compile, value);
     }
     // -1: verl's "no limit of its own", the profile's.
     if let Some(mib) = request.memory_limit_mb.filter(|mib| *mib != -1.0) {
         let value = size_value(mib, MIB, "MiB (or -1 for the profile's)")
-            .map_err(|why| ApiError::bad_field("memory_limit_MB", why))?;
+            .map_err(|why| ApiError::bad_field("memory_limit_MB", why.to_string()))?;
         limits.set_memory(LimitStage::Run, value);
     }
     Ok(limits)

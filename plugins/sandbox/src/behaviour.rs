@@ -377,6 +377,17 @@ pub fn bounded_text(text: &str) -> String {
     format!("{}…", &text[..end])
 }
 
+/// Why a path pattern was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidPathPattern {
+    /// Not absolute.
+    #[error("a path pattern is absolute (starts with `/`)")]
+    Relative,
+    /// Not a pattern: what the pattern syntax says.
+    #[error("{0}")]
+    Glob(String),
+}
+
 /// An absolute path pattern: `*` matches within one name, `**` across
 /// folders (`/sandbox/**`), `?` one character.
 #[derive(Debug, Clone)]
@@ -387,14 +398,14 @@ pub struct PathPattern {
 
 impl PathPattern {
     /// Checks and compiles a pattern; says what is wrong with a bad one.
-    pub fn new(pattern: &str) -> Result<PathPattern, String> {
+    pub fn new(pattern: &str) -> Result<PathPattern, InvalidPathPattern> {
         if !pattern.starts_with('/') {
-            return Err("a path pattern is absolute (starts with `/`)".into());
+            return Err(InvalidPathPattern::Relative);
         }
         let glob = globset::GlobBuilder::new(pattern)
             .literal_separator(true)
             .build()
-            .map_err(|error| error.kind().to_string())?;
+            .map_err(|error| InvalidPathPattern::Glob(error.kind().to_string()))?;
         Ok(PathPattern {
             written: pattern.to_string(),
             matcher: glob.compile_matcher(),

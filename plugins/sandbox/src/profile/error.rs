@@ -81,6 +81,6 @@ pub enum ProfileError {
     BadTracePattern {
         profile: String,
         pattern: String,
-        why: String,
+        why: crate::behaviour::InvalidPathPattern,
     },
 }
