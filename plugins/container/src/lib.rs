@@ -21,6 +21,7 @@ pub mod gvisor_trace;
 pub mod output;
 pub mod path_error;
 pub mod schedule;
+pub mod seccomp_trace;
 pub mod tracing_plan;
 pub mod window;
 pub mod workspace;

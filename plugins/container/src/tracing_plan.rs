@@ -13,17 +13,53 @@ pub enum TracePlan {
     NotTraced(String),
     /// gVisor's runtime monitoring, with these sensitive read paths.
     Gvisor(Vec<PathPattern>),
+    /// runc with a seccomp user-notification listener
+    /// ([`crate::seccomp_trace`]), with these sensitive read paths.
+    Seccomp(Vec<PathPattern>),
 }
 
+/// Why a backend that cannot hand runc a seccomp listener (Docker) does
+/// not trace runc.
+const RUNC_WITHOUT_LISTENER: &str = "runtime `runc` is not traced here: Docker's runc is not \
+     traced (the engine cannot hand progscore a seccomp listener); the OCI backend traces runc";
+
 impl TracePlan {
-    /// The plan for `profile`'s `stage` under `runtime` (`runsc` traces);
-    /// `gvisor_usable` says whether this sandbox's runsc can stream a trace
-    /// to this host (else why not).
+    /// The plan for `profile`'s `stage` under `runtime` (`runsc` traces)
+    /// in a backend that cannot hand runc a seccomp listener (Docker: runc
+    /// is not traced); `gvisor_usable` says whether this sandbox's runsc
+    /// can stream a trace to this host (else why not).
     pub fn of(
         profile: &RuntimeProfile,
         stage: Stage,
         runtime: &str,
         gvisor_usable: Result<(), String>,
+    ) -> TracePlan {
+        TracePlan::plan(
+            profile,
+            stage,
+            runtime,
+            gvisor_usable,
+            Err(RUNC_WITHOUT_LISTENER.to_string()),
+        )
+    }
+
+    /// As [`TracePlan::of`], in a backend that starts runc itself and gives
+    /// its container a seccomp listener (OCI): runc is traced too.
+    pub fn with_runc_listener(
+        profile: &RuntimeProfile,
+        stage: Stage,
+        runtime: &str,
+        gvisor_usable: Result<(), String>,
+    ) -> TracePlan {
+        TracePlan::plan(profile, stage, runtime, gvisor_usable, Ok(()))
+    }
+
+    fn plan(
+        profile: &RuntimeProfile,
+        stage: Stage,
+        runtime: &str,
+        gvisor_usable: Result<(), String>,
+        runc_listener: Result<(), String>,
     ) -> TracePlan {
         let Some(settings) = &profile.trace else {
             return TracePlan::Off;
@@ -31,9 +67,16 @@ impl TracePlan {
         if stage == Stage::Compile {
             return TracePlan::Off;
         }
+        if runtime == "runc" {
+            return match runc_listener {
+                Ok(()) => TracePlan::Seccomp(settings.sensitive_patterns()),
+                Err(why) => TracePlan::NotTraced(why),
+            };
+        }
         if runtime != "runsc" {
             return TracePlan::NotTraced(format!(
-                "runtime `{runtime}` does not trace behaviour: only gVisor (runtime `runsc`) records what a program tried"
+                "runtime `{runtime}` does not trace behaviour: only gVisor (runtime `runsc`) and, \
+                 on the OCI backend, runc record what a program tried"
             ));
         }
         match gvisor_usable {
@@ -48,7 +91,9 @@ impl TracePlan {
         match self {
             TracePlan::Off => None,
             TracePlan::NotTraced(reason) => Some(Behaviour::not_traced(reason.clone())),
-            TracePlan::Gvisor(_) => Some(Behaviour::not_traced(why.to_string())),
+            TracePlan::Gvisor(_) | TracePlan::Seccomp(_) => {
+                Some(Behaviour::not_traced(why.to_string()))
+            }
         }
     }
 }
@@ -88,7 +133,28 @@ mod tests {
         let runc = TracePlan::of(&profile(true), Stage::Case, "runc", Ok(()));
         assert!(matches!(
             runc.untraced("unused"),
-            Some(Behaviour::NotTraced { reason }) if reason.contains("runtime `runc`")
+            Some(Behaviour::NotTraced { reason })
+                if reason.contains("runtime `runc`") && reason.contains("Docker's runc")
+        ));
+        // A backend that hands runc a seccomp listener traces it.
+        let TracePlan::Seccomp(sensitive) =
+            TracePlan::with_runc_listener(&profile(true), Stage::Case, "runc", Ok(()))
+        else {
+            panic!("the OCI backend traces runc");
+        };
+        assert!(sensitive.iter().any(|p| p.matches("/etc/shadow")));
+        assert!(matches!(
+            TracePlan::with_runc_listener(&profile(true), Stage::Compile, "runc", Ok(())),
+            TracePlan::Off
+        ));
+        assert!(matches!(
+            TracePlan::with_runc_listener(&profile(true), Stage::Case, "runsc", Ok(())),
+            TracePlan::Gvisor(_)
+        ));
+        let crun = TracePlan::with_runc_listener(&profile(true), Stage::Case, "crun", Ok(()));
+        assert!(matches!(
+            crun.untraced("unused"),
+            Some(Behaviour::NotTraced { reason }) if reason.contains("runtime `crun`")
         ));
         let remote = TracePlan::of(
             &profile(true),

@@ -78,6 +78,9 @@ pub(crate) struct Placement<'a> {
     pub runtime: RuntimeKind,
     /// The user's home from the image's `/etc/passwd`, as Docker sets `HOME`.
     pub home: String,
+    /// The seccomp listener's socket, for a traced runc invocation: the
+    /// traced calls are notified to it (see [`seccomp::profile`]).
+    pub seccomp_listener: Option<&'a Path>,
 }
 
 /// The spec and the argv it runs.
@@ -185,7 +188,7 @@ pub(crate) fn spec(
         .namespaces(namespaces)
         .resources(resources)
         .cgroups_path(placement.cgroups_path.clone())
-        .seccomp(seccomp::profile())
+        .seccomp(seccomp::profile(placement.seccomp_listener))
         .masked_paths(strings(&MASKED_PATHS))
         .readonly_paths(strings(&READONLY_PATHS))
         .build()?;
@@ -359,6 +362,7 @@ pub fn container_config(
         cgroups_path: cgroups_path.to_string(),
         runtime: RuntimeKind::of(profile.runtime.as_deref().unwrap_or("runc")),
         home: home_of(rootfs, profile),
+        seccomp_listener: None,
         build_on_host: None,
     };
     // A case of a profile that compiles nothing: the bench's plain runs.
@@ -390,6 +394,7 @@ mod tests {
             cgroups_path: "/progscore/owner/invocation/ctr".into(),
             runtime,
             home: "/nonexistent".into(),
+            seccomp_listener: None,
         };
         spec(&profile(name), Stage::Case, &placement, &["3".to_string()]).unwrap()
     }
@@ -413,6 +418,7 @@ mod tests {
             cgroups_path: "/progscore/owner/invocation/ctr".into(),
             runtime: RuntimeKind::Runc,
             home: "/".into(),
+            seccomp_listener: None,
         };
         let mount = |bundle: &Bundle, destination: &str| {
             bundle
@@ -487,6 +493,7 @@ mod tests {
         assert!(!namespaces.contains(&LinuxNamespaceType::User));
         let seccomp = linux.seccomp().as_ref().expect("a seccomp profile");
         assert_eq!(seccomp.default_action(), LinuxSeccompAction::ScmpActErrno);
+        assert_eq!(seccomp.listener_path(), &None, "untraced: no listener");
         let resources = linux.resources().as_ref().unwrap();
         assert_eq!(resources.pids().as_ref().unwrap().limit(), 64);
         let cpu = resources.cpu().as_ref().unwrap();

@@ -26,6 +26,7 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use progscore_container::gvisor_trace::GvisorTrace;
+use progscore_container::seccomp_trace::SeccompTrace;
 use progscore_container::{
     Cgroups, EndedTasks, InvocationCgroup, Load, Measured, Program, TracePlan, Window, millis,
 };
@@ -136,13 +137,30 @@ pub(crate) async fn run(
     let bundle_dir = context.owner_dir.join(&name);
     let mut stdout = StreamCapture::new(context.limits().output_bytes);
     let mut stderr = StreamCapture::new(context.limits().output_bytes);
-    let prepared = prepare(context, &name, &cgroup, &bundle_dir, &invocation.args);
-    // runsc runs here, so its trace always reaches this process.
-    let plan = TracePlan::of(profile, context.stage, &context.runtime.name, Ok(()));
+    // runsc runs here, so its trace always reaches this process; runc is
+    // started here, with a seccomp listener of progscore's.
+    let plan = TracePlan::with_runc_listener(profile, context.stage, &context.runtime.name, Ok(()));
+    let prepared = prepare(
+        context,
+        &name,
+        &cgroup,
+        &bundle_dir,
+        &invocation.args,
+        &plan,
+    );
     let mut trace = None;
+    let mut seccomp_trace = None;
     let mut untraced = "the sandbox failed before its trace began".to_string();
     let (observed, argv) = match prepared {
-        Ok(argv) => {
+        Ok(Prepared {
+            argv,
+            seccomp,
+            seccomp_unavailable,
+        }) => {
+            seccomp_trace = seccomp;
+            if let Some(why) = seccomp_unavailable {
+                untraced = why;
+            }
             if let TracePlan::Gvisor(sensitive) = &plan {
                 match GvisorTrace::listen(&bundle_dir, sensitive.clone()) {
                     Ok(listening) => trace = Some(listening),
@@ -188,10 +206,32 @@ pub(crate) async fn run(
         }
     }
 
-    // The sandbox is gone: its trace stream has ended.
-    let behaviour = match trace {
-        Some(trace) => Some(trace.finish(TRACE_END_GRACE).await),
-        None => plan.untraced(&untraced),
+    // The sandbox is gone: its trace stream has ended (every process of
+    // its seccomp filter is gone).
+    let mut listener_fault = None;
+    let behaviour = match (trace, seccomp_trace) {
+        (Some(trace), _) => Some(trace.finish(TRACE_END_GRACE).await),
+        (None, Some(seccomp)) => {
+            let (behaviour, fault) = seccomp.finish(TRACE_END_GRACE).await;
+            listener_fault = fault;
+            Some(behaviour)
+        }
+        (None, None) => plan.untraced(&untraced),
+    };
+    // A listener that failed while the program ran (or was never reached:
+    // runc did not apply the filter) answered the program's calls wrongly,
+    // or not at all: the run is not the program's.
+    let observed = match (observed, listener_fault) {
+        (Ok(observed), Some(fault)) if !matches!(observed.outcome, Outcome::NotRun { .. }) => {
+            let message = format!("the seccomp listener tracing container {name} failed: {fault}");
+            if matches!(next, Next::Continue | Next::ConfirmAlone(_)) {
+                next = Next::Stop(format!(
+                    "an earlier invocation hit a sandbox error: {message}"
+                ));
+            }
+            Err(message)
+        }
+        (observed, _) => observed,
     };
     let (outcome, duration, usage) = match observed {
         Ok(observed) => (observed.outcome, observed.duration, observed.usage),
@@ -225,15 +265,26 @@ pub(crate) async fn run(
     }
 }
 
+/// What [`prepare`] made.
+struct Prepared {
+    argv: Vec<String>,
+    /// The seccomp listener the container's profile names (runc, traced).
+    seccomp: Option<SeccompTrace>,
+    /// Why a traced runc invocation runs without its listener.
+    seccomp_unavailable: Option<String>,
+}
+
 /// The cgroup with its memory limit, and the bundle: `config.json`, and the
-/// runtime's name for a sweep after a crash. Returns the argv.
+/// runtime's name for a sweep after a crash; under [`TracePlan::Seccomp`],
+/// the seccomp listener that `config.json` names.
 fn prepare(
     context: &InvocationContext<'_>,
     name: &str,
     cgroup: &InvocationCgroup,
     bundle_dir: &Path,
     args: &[String],
-) -> Result<Vec<String>, String> {
+    plan: &TracePlan,
+) -> Result<Prepared, String> {
     std::fs::create_dir(bundle_dir)
         .map_err(|e| format!("cannot create bundle {}: {e}", bundle_dir.display()))?;
     std::fs::write(
@@ -248,6 +299,14 @@ fn prepare(
     cgroup
         .create_with_memory_limit(context.limits().memory_bytes)
         .map_err(|e| e.to_string())?;
+    let mut seccomp = None;
+    let mut seccomp_unavailable = None;
+    if let TracePlan::Seccomp(sensitive) = plan {
+        match SeccompTrace::listen(bundle_dir, sensitive.clone()) {
+            Ok(listener) => seccomp = Some(listener),
+            Err(e) => seccomp_unavailable = Some(format!("the trace could not be set up: {e}")),
+        }
+    }
     let placement = Placement {
         rootfs: &context.image.rootfs,
         image_env: &context.image.env,
@@ -257,6 +316,7 @@ fn prepare(
         cgroups_path: cgroup.runtime_path(LEAF),
         runtime: context.runtime.kind,
         home: context.image.home.clone(),
+        seccomp_listener: seccomp.as_ref().map(SeccompTrace::listener_path),
     };
     let bundle = bundle::spec(context.profile, context.stage, &placement, args)
         .map_err(|e| format!("cannot build the container's spec for {name}: {e}"))?;
@@ -264,7 +324,11 @@ fn prepare(
         .spec
         .save(bundle_dir.join("config.json"))
         .map_err(|e| format!("cannot write {}/config.json: {e}", bundle_dir.display()))?;
-    Ok(bundle.argv)
+    Ok(Prepared {
+        argv: bundle.argv,
+        seccomp,
+        seccomp_unavailable,
+    })
 }
 
 /// Removes the container if the runtime still holds it, the invocation's

@@ -27,20 +27,26 @@
 //! program by default: its own kernel stands between the program and the
 //! host's, and filters its own calls to the host.
 
+//!
+//! A traced runc invocation gets the same profile with a `listenerPath`
+//! (progscore's seccomp listener, `progscore_container::seccomp_trace`) and
+//! the calls it traces ([`policy::NOTIFIED`]) given `SCMP_ACT_NOTIFY`
+//! instead of their rules; the listener answers each with the verdict the
+//! rule would have given ([`policy::verdict`]), so the policy is unchanged.
+//! The tests below evaluate the untraced profile call by call against it.
+
+use std::path::Path;
+
 use oci_spec::runtime::{
     Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArg, LinuxSeccompArgBuilder,
     LinuxSeccompOperator, LinuxSyscall,
 };
+use progscore_container::seccomp_trace::policy::{
+    self, CLONE_NAMESPACE_FLAGS, NOTIFIED, SOCKET_FAMILIES,
+};
 
-const EPERM: u32 = 1;
+const EPERM: u32 = policy::EPERM as u32;
 const ENOSYS: u32 = 38;
-
-/// The namespace flags of `clone` (CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC,
-/// NEWUSER, NEWPID, NEWNET): any of them set, and `clone` is refused.
-const CLONE_NAMESPACE_FLAGS: u64 = 0x7E02_0000;
-
-/// Address families a program may open sockets of: unix, inet, netlink, inet6.
-const SOCKET_FAMILIES: [u64; 4] = [1, 2, 16, 10];
 
 /// `personality` values allowed: the default persona, and the query.
 const PERSONALITIES: [u64; 2] = [0, 0xffff_ffff];
@@ -328,26 +334,41 @@ const ALLOWED: &[&str] = &[
     "uname",
 ];
 
-/// The container's seccomp profile.
-pub(crate) fn profile() -> LinuxSeccomp {
+/// The container's seccomp profile; with `listener` (a traced runc
+/// invocation), the traced calls are notified to that socket instead.
+pub(crate) fn profile(listener: Option<&Path>) -> LinuxSeccomp {
+    let notified = |name: &str| listener.is_some() && NOTIFIED.iter().any(|(n, ..)| *n == name);
     let allow =
         |names: &[&str]| LinuxSyscall::default().with(names, LinuxSeccompAction::ScmpActAllow);
-    let mut syscalls = vec![allow(ALLOWED)];
+    let allowed: Vec<&str> = ALLOWED
+        .iter()
+        .copied()
+        .filter(|name| !notified(name))
+        .collect();
+    let mut syscalls = vec![allow(&allowed)];
     // clone: only without namespace flags.
-    syscalls.push(allow(&["clone"]).with_args(vec![arg(
-        0,
-        CLONE_NAMESPACE_FLAGS,
-        0,
-        LinuxSeccompOperator::ScmpCmpMaskedEq,
-    )]));
-    // One rule per allowed value: rules are alternatives, conditions within a rule all hold.
-    for family in SOCKET_FAMILIES {
-        syscalls.push(allow(&["socket"]).with_args(vec![arg(
+    if !notified("clone") {
+        syscalls.push(allow(&["clone"]).with_args(vec![arg(
             0,
-            family,
+            CLONE_NAMESPACE_FLAGS,
             0,
-            LinuxSeccompOperator::ScmpCmpEq,
+            LinuxSeccompOperator::ScmpCmpMaskedEq,
         )]));
+    }
+    // One rule per allowed value: rules are alternatives, conditions within a rule all hold.
+    if !notified("socket") {
+        for family in SOCKET_FAMILIES {
+            syscalls.push(allow(&["socket"]).with_args(vec![arg(
+                0,
+                family,
+                0,
+                LinuxSeccompOperator::ScmpCmpEq,
+            )]));
+        }
+    }
+    if listener.is_some() {
+        let names: Vec<&str> = NOTIFIED.iter().map(|(name, ..)| *name).collect();
+        syscalls.push(LinuxSyscall::default().with(&names, LinuxSeccompAction::ScmpActNotify));
     }
     for persona in PERSONALITIES {
         syscalls.push(allow(&["personality"]).with_args(vec![arg(
@@ -370,6 +391,7 @@ pub(crate) fn profile() -> LinuxSeccomp {
         Arch::ScmpArchX32,
     ]));
     seccomp.set_syscalls(Some(syscalls));
+    seccomp.set_listener_path(listener.map(Path::to_path_buf));
     seccomp
 }
 
@@ -469,9 +491,113 @@ mod tests {
         assert_eq!(sorted.len(), ALLOWED.len(), "a name is listed twice");
     }
 
+    /// What `profile` does with call `name` and these register arguments,
+    /// read from its rules as libseccomp applies them on amd64: a matching
+    /// rule's action, else the default.
+    fn evaluate(profile: &LinuxSeccomp, name: &str, args: &[u64; 6]) -> policy::Verdict {
+        let holds = |condition: &LinuxSeccompArg| {
+            let value = args[condition.index()];
+            match condition.op() {
+                LinuxSeccompOperator::ScmpCmpEq => value == condition.value(),
+                LinuxSeccompOperator::ScmpCmpMaskedEq => {
+                    value & condition.value() == condition.value_two().unwrap_or(0)
+                }
+                other => panic!("no evaluation of {other:?}"),
+            }
+        };
+        let verdict = |action: LinuxSeccompAction, errno: Option<u32>| match action {
+            LinuxSeccompAction::ScmpActAllow => policy::Verdict::Continue,
+            LinuxSeccompAction::ScmpActErrno => policy::Verdict::Errno(errno.unwrap_or(1) as i32),
+            other => panic!("no evaluation of {other:?}"),
+        };
+        let matching = profile.syscalls().as_ref().unwrap().iter().find(|rule| {
+            rule.names().iter().any(|n| n == name)
+                && rule
+                    .args()
+                    .as_ref()
+                    .is_none_or(|args| args.iter().all(holds))
+        });
+        match matching {
+            Some(rule) => verdict(rule.action(), rule.errno_ret()),
+            None => verdict(profile.default_action(), profile.default_errno_ret()),
+        }
+    }
+
+    #[test]
+    fn the_listener_answers_every_notified_call_as_the_untraced_profile_does() {
+        let untraced = profile(None);
+        let mut samples: Vec<[u64; 6]> = vec![[0; 6], [u64::MAX; 6], [1 << 40, 1, 2, 3, 4, 5]];
+        for value in (0..64).chain([0x7E02_0000, 0x1_0000_0002, 0xffff_ffff]) {
+            samples.push([value, 1, 0, 0, 0, 0]);
+        }
+        for bit in 0..64 {
+            samples.push([(1u64 << bit) | 17, 0, 0, 0, 0, 0]);
+        }
+        for (name, nr, _) in NOTIFIED {
+            for args in &samples {
+                assert_eq!(
+                    policy::verdict(policy::AUDIT_ARCH_X86_64, *nr, args),
+                    Some(evaluate(&untraced, name, args)),
+                    "{name}{args:?}"
+                );
+            }
+        }
+        // The evaluation is that of the rules: a refusal is seen as one.
+        let eperm = policy::Verdict::Errno(1);
+        assert_eq!(evaluate(&untraced, "ptrace", &[0; 6]), eperm);
+        assert_eq!(evaluate(&untraced, "socket", &[17, 3, 0, 0, 0, 0]), eperm);
+        assert_eq!(
+            evaluate(&untraced, "clone", &[0x1000_0000, 0, 0, 0, 0, 0]),
+            eperm
+        );
+        assert_eq!(
+            evaluate(&untraced, "read", &[0; 6]),
+            policy::Verdict::Continue
+        );
+    }
+
+    #[test]
+    fn a_traced_profile_notifies_the_traced_calls_and_changes_nothing_else() {
+        let listener = Path::new("/run/progscore/x/seccomp.sock");
+        let untraced = serde_json::to_value(profile(None)).unwrap();
+        let traced = serde_json::to_value(profile(Some(listener))).unwrap();
+        assert_eq!(traced["listenerPath"], "/run/progscore/x/seccomp.sock");
+        assert!(untraced.get("listenerPath").is_none());
+        for field in ["defaultAction", "defaultErrnoRet", "architectures"] {
+            assert_eq!(traced[field], untraced[field], "{field}");
+        }
+        let notified: Vec<&str> = NOTIFIED.iter().map(|(name, ..)| *name).collect();
+        let rules = |json: &serde_json::Value| -> Vec<(String, serde_json::Value)> {
+            let mut pairs = Vec::new();
+            for rule in json["syscalls"].as_array().unwrap() {
+                for name in rule["names"].as_array().unwrap() {
+                    let mut rule = rule.clone();
+                    rule.as_object_mut().unwrap().remove("names");
+                    pairs.push((name.as_str().unwrap().to_string(), rule));
+                }
+            }
+            pairs
+        };
+        let (traced_notify, traced_other): (Vec<_>, Vec<_>) = rules(&traced)
+            .into_iter()
+            .partition(|(name, _)| notified.contains(&name.as_str()));
+        let untraced_other: Vec<_> = rules(&untraced)
+            .into_iter()
+            .filter(|(name, _)| !notified.contains(&name.as_str()))
+            .collect();
+        assert_eq!(traced_other, untraced_other);
+        assert_eq!(traced_notify.len(), NOTIFIED.len(), "one rule each");
+        for (name, rule) in traced_notify {
+            assert_eq!(rule["action"], "SCMP_ACT_NOTIFY", "{name}");
+            assert!(rule.get("args").is_none_or(|a| a.is_null()), "{name}");
+        }
+        // runc cannot notify `write` (its own message to the agent).
+        assert!(!notified.contains(&"write"));
+    }
+
     #[test]
     fn the_profile_refuses_by_default_and_conditions_clone_and_socket() {
-        let json = serde_json::to_value(profile()).unwrap();
+        let json = serde_json::to_value(profile(None)).unwrap();
         assert_eq!(json["defaultAction"], "SCMP_ACT_ERRNO");
         assert_eq!(json["defaultErrnoRet"], 1);
         let rules = json["syscalls"].as_array().unwrap();

@@ -24,7 +24,7 @@
 //! that stops reading closes its end, and runsc then drops (and counts).
 
 mod config;
-mod reader;
+pub(crate) mod reader;
 mod wire;
 
 #[cfg(test)]

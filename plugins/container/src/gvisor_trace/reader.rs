@@ -27,10 +27,11 @@ const SYS_RENAME: u64 = 82;
 const SYS_RENAMEAT: u64 = 264;
 const SYS_RENAMEAT2: u64 = 316;
 
-const AT_FDCWD: i64 = -100;
+pub(crate) const AT_FDCWD: i64 = -100;
 const AT_EMPTY_PATH: u32 = 0x1000;
-const O_WRITES: u32 = (libc::O_WRONLY | libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC) as u32;
-const CLONE_THREAD: u64 = libc::CLONE_THREAD as u64;
+pub(crate) const O_WRITES: u32 =
+    (libc::O_WRONLY | libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC) as u32;
+pub(crate) const CLONE_THREAD: u64 = libc::CLONE_THREAD as u64;
 
 /// Reads one trace stream, message by message, into a [`BehaviourTrace`].
 pub(crate) struct Reader {
@@ -335,7 +336,7 @@ fn cwd(context: Option<&wire::ContextData>) -> std::borrow::Cow<'_, str> {
 /// The absolute path `pathname` names, relative to `dirfd` (`fd_path`, the
 /// folder it names) or to the working directory `cwd`, `.` and `..`
 /// resolved by name; the path as given when the folder is unknown.
-fn resolve(pathname: &str, dirfd: i64, fd_path: &str, cwd: &str) -> String {
+pub(crate) fn resolve(pathname: &str, dirfd: i64, fd_path: &str, cwd: &str) -> String {
     if pathname.starts_with('/') {
         return normalise(pathname);
     }
@@ -374,7 +375,7 @@ fn normalise(path: &str) -> String {
 /// A `sockaddr`'s family, address and port, when readable: `inet` and
 /// `inet6` with their address and port, `unix` with its path (`@name` for
 /// an abstract one), `family N` for the others.
-fn socket_address(sockaddr: &[u8]) -> (String, Option<String>, Option<u16>) {
+pub(crate) fn socket_address(sockaddr: &[u8]) -> (String, Option<String>, Option<u16>) {
     let Some(&[low, high]) = sockaddr.first_chunk::<2>() else {
         // Too short to name a family (the call fails with EINVAL).
         return ("unknown".to_string(), None, None);
@@ -430,7 +431,7 @@ fn until_nul(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
 }
 
 /// A `socket` domain's name, as [`Action::NetSocket`] writes it.
-fn socket_family(domain: i32) -> String {
+pub(crate) fn socket_family(domain: i32) -> String {
     match domain {
         libc::AF_UNIX => "unix".to_string(),
         libc::AF_INET => "inet".to_string(),
@@ -442,7 +443,7 @@ fn socket_family(domain: i32) -> String {
 
 /// A `socket` type's name, its flags (`SOCK_CLOEXEC`, `SOCK_NONBLOCK`) set
 /// aside.
-fn socket_type(socket_type: i32) -> String {
+pub(crate) fn socket_type(socket_type: i32) -> String {
     match socket_type & 0xf {
         libc::SOCK_STREAM => "stream".to_string(),
         libc::SOCK_DGRAM => "dgram".to_string(),
@@ -453,7 +454,7 @@ fn socket_type(socket_type: i32) -> String {
 }
 
 /// `ok`, an errno's name, or `errno N` for one without a name here.
-fn errno_name(errno: i64) -> String {
+pub(crate) fn errno_name(errno: i64) -> String {
     let name = match errno {
         0 => "ok",
         1 => "EPERM",

@@ -1,0 +1,228 @@
+//! The listener against a real seccomp filter: a child installs one the way
+//! runc does (notify on the traced calls, allow the rest), hands runc's
+//! message with the notify descriptor to the listener, then executes a
+//! shell; and against connections that are not runc's.
+
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::time::Duration;
+
+use progscore_sandbox::behaviour::{Action, FileAccess};
+
+use super::*;
+
+const GRACE: Duration = Duration::from_secs(5);
+
+fn sensitive() -> Vec<PathPattern> {
+    vec![PathPattern::new("/etc/shadow").unwrap()]
+}
+
+/// A BPF program: amd64 calls of [`policy::NOTIFIED`] are notified, the
+/// rest allowed.
+fn filter() -> Vec<libc::sock_filter> {
+    let statement = |code: u16, k: u32| libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const RET_K: u16 = 0x06;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    const RET_USER_NOTIF: u32 = 0x7fc0_0000;
+    let mut program = vec![
+        statement(LD_W_ABS, 4),
+        libc::sock_filter {
+            code: JEQ_K,
+            jt: 1,
+            jf: 0,
+            k: policy::AUDIT_ARCH_X86_64,
+        },
+        statement(RET_K, RET_ALLOW),
+        statement(LD_W_ABS, 0),
+    ];
+    for (_, nr, _) in policy::NOTIFIED {
+        program.push(libc::sock_filter {
+            code: JEQ_K,
+            jt: 0,
+            jf: 1,
+            k: *nr as u32,
+        });
+        program.push(statement(RET_K, RET_USER_NOTIF));
+    }
+    program.push(statement(RET_K, RET_ALLOW));
+    program
+}
+
+/// Runs `sh -c script` under the filter, handing its notify descriptor to
+/// `trace` as runc does; its exit status.
+fn run_filtered(trace: &SeccompTrace, script: &str) -> std::process::ExitStatus {
+    let filter = filter();
+    // SAFETY: a zeroed sockaddr_un is valid; the path is copied in below.
+    let mut address: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    address.sun_family = libc::AF_UNIX as u16;
+    let path = trace.listener_path().as_os_str().as_encoded_bytes();
+    for (slot, byte) in address.sun_path.iter_mut().zip(path) {
+        *slot = *byte as libc::c_char;
+    }
+    let state = br#"{"ociVersion":"1.0.2","fds":["seccompFd"],"pid":1,"state":{}}"#.to_vec();
+    let mut command = std::process::Command::new("/bin/sh");
+    command.args(["-c", script]);
+    // SAFETY: only system calls on data prepared before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            let fail = || Err(io::Error::last_os_error());
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return fail();
+            }
+            // Connected first: socket and connect are notified once filtered.
+            let socket = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            if libc::connect(
+                socket,
+                (&raw const address).cast(),
+                std::mem::size_of::<libc::sockaddr_un>() as u32,
+            ) != 0
+            {
+                return fail();
+            }
+            let program = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr() as *mut libc::sock_filter,
+            };
+            let fd = libc::syscall(
+                libc::SYS_seccomp,
+                1, // SECCOMP_SET_MODE_FILTER
+                8, // SECCOMP_FILTER_FLAG_NEW_LISTENER
+                &raw const program,
+            );
+            if fd < 0 {
+                return fail();
+            }
+            let mut control = [0u64; 4];
+            let mut iov = libc::iovec {
+                iov_base: state.as_ptr() as *mut libc::c_void,
+                iov_len: state.len(),
+            };
+            let mut message: libc::msghdr = std::mem::zeroed();
+            message.msg_iov = &mut iov;
+            message.msg_iovlen = 1;
+            message.msg_control = control.as_mut_ptr().cast();
+            message.msg_controllen = libc::CMSG_SPACE(4) as usize;
+            let header = libc::CMSG_FIRSTHDR(&message);
+            (*header).cmsg_level = libc::SOL_SOCKET;
+            (*header).cmsg_type = libc::SCM_RIGHTS;
+            (*header).cmsg_len = libc::CMSG_LEN(4) as usize;
+            libc::CMSG_DATA(header)
+                .cast::<i32>()
+                .write_unaligned(fd as i32);
+            if libc::sendmsg(socket, &message, 0) < 0 {
+                return fail();
+            }
+            libc::close(socket);
+            libc::close(fd as i32);
+            Ok(())
+        });
+    }
+    command.status().expect("the filtered shell runs")
+}
+
+#[tokio::test]
+async fn a_filtered_program_is_traced_and_answered_as_the_profile_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = SeccompTrace::listen(dir.path(), sensitive()).unwrap();
+    let out = dir.path().join("out");
+    let script = format!(
+        "echo hi > {out}; cat /etc/hostname > /dev/null; /bin/true; kill -0 $$; \
+         cd {dir} && rm out",
+        out = out.display(),
+        dir = dir.path().display()
+    );
+    let listener = trace.listener_path().to_path_buf();
+    let status = tokio::task::spawn_blocking(move || {
+        let trace = trace;
+        let status = run_filtered(&trace, &script);
+        (trace, status)
+    })
+    .await
+    .unwrap();
+    let (trace, status) = status;
+    assert!(status.success(), "{status}");
+    let (behaviour, fault) = trace.finish(GRACE).await;
+    assert_eq!(fault, None);
+    let trace = behaviour.trace().expect("traced").clone();
+    assert_eq!(trace.incomplete, None, "{trace:?}");
+    assert_eq!(
+        trace.arguments_unverified.as_deref(),
+        Some(ARGUMENTS_UNVERIFIED)
+    );
+    let actions: Vec<&Action> = trace.events.iter().map(|event| &event.action).collect();
+    let out = out.display().to_string();
+    assert!(
+        actions.contains(&&Action::FsOpen {
+            path: out.clone(),
+            access: FileAccess::Write
+        }),
+        "{actions:?}"
+    );
+    assert!(actions.contains(&&Action::ProcSpawn {}), "{actions:?}");
+    assert!(
+        actions
+            .iter()
+            .any(|action| matches!(action, Action::ProcExec { path, .. } if path == "/bin/true")),
+        "{actions:?}"
+    );
+    assert!(
+        actions.iter().any(
+            |action| matches!(action, Action::ProcSignal { target, signal: 0 } if *target > 1)
+        ),
+        "{actions:?}"
+    );
+    // The relative unlink resolves against the shell's working directory.
+    assert!(
+        actions.contains(&&Action::FsUnlink { path: Some(out) }),
+        "{actions:?}"
+    );
+    // The shell's own exec (runc's, in a container) is not an event, and
+    // reads of paths that are not sensitive are none either.
+    assert!(
+        !actions
+            .iter()
+            .any(|action| matches!(action, Action::ProcExec { path, .. } if path == "/bin/sh"))
+    );
+    assert!(
+        !actions
+            .iter()
+            .any(|action| matches!(action, Action::FsOpen { path, .. } if path == "/etc/hostname"))
+    );
+    assert!(!listener.exists(), "the socket is removed");
+}
+
+#[tokio::test]
+async fn no_connection_or_a_connection_that_is_not_runcs_is_a_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = SeccompTrace::listen(dir.path(), sensitive()).unwrap();
+    let (behaviour, fault) = trace.finish(GRACE).await;
+    assert!(matches!(behaviour, Behaviour::NotTraced { .. }));
+    assert!(fault.unwrap().contains("never connected"));
+
+    let trace = SeccompTrace::listen(dir.path(), sensitive()).unwrap();
+    let mut stream = UnixStream::connect(trace.listener_path()).unwrap();
+    stream.write_all(br#"{"fds":["seccompFd"]}"#).unwrap();
+    drop(stream);
+    let (behaviour, fault) = trace.finish(GRACE).await;
+    assert!(matches!(behaviour, Behaviour::NotTraced { .. }));
+    assert!(fault.unwrap().contains("descriptors"), "not runc's message");
+
+    // A long folder is reached through its descriptor.
+    let deep = dir.path().join("d".repeat(120));
+    std::fs::create_dir(&deep).unwrap();
+    let trace = SeccompTrace::listen(&deep, sensitive()).unwrap();
+    assert!(trace.listener_path().starts_with("/proc/"));
+    assert!(deep.join(SOCKET_NAME).exists());
+    let stream = UnixStream::connect(trace.listener_path()).unwrap();
+    assert!(stream.as_raw_fd() >= 0);
+    drop(trace);
+    assert!(!deep.join(SOCKET_NAME).exists());
+}
