@@ -285,7 +285,16 @@ impl Window<'_> {
                                 confirm = Some(why.clone());
                                 Some(why)
                             }
-                            TimeoutProof::Unconfirmed(why) => Some(why),
+                            TimeoutProof::Unconfirmed(why) => {
+                                // Alone and still unproven: what held it was
+                                // outside this client, and may pass. Another
+                                // run alone can tell where the CPU time is
+                                // measured (the client bounds the runs).
+                                if self.alone && cpu_window.cpu.is_some() {
+                                    confirm = Some(why.clone());
+                                }
+                                Some(why)
+                            }
                         };
                         killed = Some(Killed { limit, unconfirmed });
                         program.wait_killed().await?

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use progscore_container::{BuildDisk, Cases, Load, Schedule, Workspace, compile_event};
+use progscore_sandbox::timing::{ALONE_RUNS, alone_run_warning};
 use progscore_sandbox::{
     CompileEvent, Invocation, InvocationEvent, Outcome, ProgramFiles, ProgramRun, RuntimeProfile,
     SandboxError, Stage, sha256_hex,
@@ -357,9 +358,10 @@ impl Runner {
         let pooled = lease.engine();
         let owner = &self.pool.owner;
         let token = context.token;
-        let mut alone = false;
+        let mut alone_runs = 0;
         let mut outages = 0;
         loop {
+            let alone = alone_runs > 0;
             // Alone: no other program of this client runs meanwhile. Only
             // the wait for the slot is cut short by a cancellation; a
             // started invocation cleans up after itself.
@@ -381,11 +383,9 @@ impl Runner {
             match result.next {
                 Next::Continue => return Ok((result.event, None)),
                 Next::Stop(reason) => return Ok((result.event, Some(reason))),
-                Next::ConfirmAlone(why) if !alone => {
-                    warnings.push(format!(
-                        "invocation {index} ran again with no other program beside it: {why}"
-                    ));
-                    alone = true;
+                Next::ConfirmAlone(why) if alone_runs < ALONE_RUNS => {
+                    alone_runs += 1;
+                    warnings.push(alone_run_warning(index, alone_runs, &why));
                 }
                 // Still unproven alone: the event says so (an unconfirmed timeout).
                 Next::ConfirmAlone(_) => return Ok((result.event, None)),

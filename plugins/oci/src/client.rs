@@ -10,6 +10,7 @@ use std::time::Duration;
 use progscore_container::{
     BuildDisk, Cases, Cgroups, Guarded, Load, Schedule, Workspace, compile_event,
 };
+use progscore_sandbox::timing::{ALONE_RUNS, alone_run_warning};
 use progscore_sandbox::{
     Backend, Invocation, InvocationEvent, Owner, Preflight, ProgramFiles, ProgramRun,
     RuntimeProfile, SandboxError, Stage, sha256_hex,
@@ -357,8 +358,9 @@ impl Inner {
         left_behind: &mut bool,
     ) -> (InvocationEvent, Option<String>) {
         let token = context.token;
-        let mut alone = false;
+        let mut alone_runs = 0;
         loop {
+            let alone = alone_runs > 0;
             let Some(_slot) = self.schedule.slot(alone, token).await else {
                 return (
                     InvocationEvent::not_run("the call was cancelled"),
@@ -372,12 +374,11 @@ impl Inner {
             match result.next {
                 Next::Continue => return (result.event, None),
                 Next::Stop(reason) => return (result.event, Some(reason)),
-                Next::ConfirmAlone(why) if !alone => {
-                    warnings.push(format!(
-                        "invocation {index} ran again with no other program beside it: {why}"
-                    ));
-                    alone = true;
+                Next::ConfirmAlone(why) if alone_runs < ALONE_RUNS => {
+                    alone_runs += 1;
+                    warnings.push(alone_run_warning(index, alone_runs, &why));
                 }
+                // Still unproven alone: the event says so (an unconfirmed timeout).
                 Next::ConfirmAlone(_) => return (result.event, None),
             }
         }

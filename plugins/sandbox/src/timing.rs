@@ -23,9 +23,10 @@
 //!    in a crowd, a program using little CPU may have been held in ways no
 //!    counter shows (a kernel lock whose holder waits for the disk).
 //! 3. **Otherwise** the timeout is not proven. The backend runs the invocation
-//!    again with no other program of its own beside it, under the same rule;
-//!    if even then it is not proven, it stays unconfirmed and decides
-//!    nothing.
+//!    again with no other program of its own beside it, under the same rule,
+//!    up to [`ALONE_RUNS`] times (a burst of load from outside, which no
+//!    backend holds back, passes); if none proves it, it stays unconfirmed
+//!    and decides nothing.
 //!    Time stalled on block I/O (a binary paged in from a busy disk) is
 //!    the machine's too: counted with the waits where the kernel measures
 //!    it ([`CpuWindow::io_measured`]); where it does not, a program that
@@ -53,6 +54,20 @@ use std::time::Duration;
 /// that needs within this margin of its limit may be judged either way, as on
 /// any judge whose clock has jitter.
 pub const FAIR_SHARE: f64 = 0.9;
+
+/// How many times an unproven timeout is run again alone before it is left
+/// unconfirmed. Measured: on a shared machine a sleeper under gVisor (whose
+/// many sentry threads all count their waits) ran alone once and still
+/// looked starved, from load outside progscore.
+pub const ALONE_RUNS: u32 = 3;
+
+/// The warning an invocation leaves each time it runs again alone (`run` of
+/// [`ALONE_RUNS`]), with why its timeout was not proven yet.
+pub fn alone_run_warning(index: usize, run: u32, why: &str) -> String {
+    format!(
+        "invocation {index} ran again with no other program beside it ({run} of {ALONE_RUNS}): {why}"
+    )
+}
 
 /// How far a program's window may stretch to make up for time lost to
 /// contention, as a multiple of its wall-clock limit; past it, the timeout
