@@ -9,6 +9,7 @@ mod engines;
 mod kills;
 mod languages;
 mod leases;
+mod merge;
 mod pipes;
 mod report;
 mod run;

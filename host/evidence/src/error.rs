@@ -68,6 +68,28 @@ pub enum StoreError {
         id: String,
         detail: String,
     },
+    /// A store to merge holds observations that are stored here with other
+    /// content under the same ids; nothing was merged.
+    #[error(
+        "cannot merge {other}: {count} observation(s) in it are stored here with different content under the same id ({}{}); nothing was merged",
+        ids.join(", "),
+        if *count > ids.len() { ", ..." } else { "" }
+    )]
+    MergeConflict {
+        /// The store to merge.
+        other: String,
+        /// How many conflict.
+        count: usize,
+        /// The first of them.
+        ids: Vec<String>,
+    },
+    /// The store to merge could not be read as evidence; nothing was merged.
+    #[error("cannot merge {path}: {cause}; nothing was merged")]
+    MergeSource {
+        /// The store to merge.
+        path: String,
+        cause: Box<StoreError>,
+    },
     /// A score names an observation that is not stored.
     #[error("observation {id} is not stored")]
     ObservationNotStored { id: String },

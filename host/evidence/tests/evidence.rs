@@ -1,8 +1,8 @@
 //! The evidence store: schema, immutability, transactions, integrity, listing.
 
 use progscore_evidence::{
-    EvidenceStore, MIGRATIONS, Observation, ObservationFilter, RecordOutcome, SCHEMA_VERSION,
-    ScoreFilter, ScoreOrigin, ScoreRecord, ScoreStatus, StoreError,
+    EvidenceStore, MIGRATIONS, Observation, ObservationFilter, OnConflict, RecordOutcome,
+    SCHEMA_VERSION, ScoreFilter, ScoreOrigin, ScoreRecord, ScoreStatus, StoreError,
 };
 use progscore_sandbox::fake::exited_event;
 use progscore_sandbox::{Invocation, ProgramRun, sha256_hex};
@@ -562,4 +562,180 @@ fn a_submission_is_stored_and_its_first_result_stands_across_a_reopen() {
     assert!(done.finished_at.is_some());
     assert_eq!(done.request, r#"{"code":"x"}"#);
     assert_eq!(store.submission("tok-2").unwrap(), None);
+}
+
+/// A store file with these observations (each with a score of its own).
+fn store_with(path: &std::path::Path, observations: &[(&str, &str)]) -> EvidenceStore {
+    let store = EvidenceStore::open(path).unwrap();
+    for (id, stdout) in observations {
+        store
+            .record_observation_with_score(
+                Some(PROGRAM),
+                &observation(id, stdout),
+                &score(Some(id), &[id], Some(true)),
+            )
+            .unwrap();
+    }
+    store
+}
+
+#[test]
+fn stores_written_apart_merge_into_their_union_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let here = store_with(
+        &dir.path().join("here.db"),
+        &[("obs-1", "9\n"), ("obs-2", "9\n")],
+    );
+    let there_path = dir.path().join("there.db");
+    let there = store_with(&there_path, &[("obs-2", "9\n"), ("obs-3", "9\n")]);
+    // A later score of the shared observation, made there.
+    there
+        .record_score(&score(Some("again"), &["obs-2"], Some(true)))
+        .unwrap();
+    let there_before = there.counts().unwrap();
+    drop(there);
+
+    let summary = here.merge_from(&there_path, OnConflict::Refuse).unwrap();
+    assert_eq!(summary.observations_added, 1, "{summary:?}");
+    assert_eq!(summary.observations_present, 1, "{summary:?}");
+    assert_eq!(summary.scores_added, 3, "{summary:?}");
+    assert_eq!(
+        summary.programs_added, 0,
+        "the program was here: {summary:?}"
+    );
+    let counts = here.counts().unwrap();
+    assert_eq!(
+        (counts.observations, counts.scores, counts.links),
+        (3, 5, 5)
+    );
+    let merged = here.observation("obs-3").unwrap().expect("obs-3 merged");
+    assert_eq!(merged, observation("obs-3", "9\n"));
+    // A merged score keeps its links and its time.
+    let again = here
+        .latest_score_for_item("again")
+        .unwrap()
+        .expect("merged score");
+    assert_eq!(again.record.observation_ids, vec!["obs-2".to_string()]);
+
+    // The same file again adds nothing; the other file was only read.
+    let twice = here.merge_from(&there_path, OnConflict::Refuse).unwrap();
+    assert_eq!(
+        (twice.observations_added, twice.scores_added),
+        (0, 0),
+        "{twice:?}"
+    );
+    assert_eq!((twice.observations_present, twice.scores_present), (2, 3));
+    assert_eq!(here.counts().unwrap(), counts);
+    let there = EvidenceStore::open(&there_path).unwrap();
+    assert_eq!(there.counts().unwrap(), there_before);
+}
+
+#[test]
+fn a_conflicting_observation_is_named_and_nothing_is_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let here = store_with(&dir.path().join("here.db"), &[("obs-1", "9\n")]);
+    let before = here.counts().unwrap();
+    let there_path = dir.path().join("there.db");
+    drop(store_with(
+        &there_path,
+        &[("obs-0", "4\n"), ("obs-1", "10\n")],
+    ));
+    let err = here
+        .merge_from(&there_path, OnConflict::Refuse)
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::MergeConflict { count: 1, ids, .. } if ids == &["obs-1"]),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("there.db")
+            && message.contains("obs-1")
+            && message.contains("nothing was merged"),
+        "{message}"
+    );
+    assert_eq!(
+        here.counts().unwrap(),
+        before,
+        "obs-0 must not be merged alone"
+    );
+
+    // Keeping this store's copy: the rest merges, the other copy's score is skipped.
+    let summary = here
+        .merge_from(&there_path, OnConflict::KeepThisStore)
+        .unwrap();
+    assert_eq!(
+        (summary.observations_added, summary.observations_conflicting),
+        (1, 1),
+        "{summary:?}"
+    );
+    assert_eq!(
+        (summary.scores_added, summary.scores_skipped),
+        (1, 1),
+        "{summary:?}"
+    );
+    assert_eq!(summary.conflicting_ids, vec!["obs-1".to_string()]);
+    assert_eq!(
+        here.observation("obs-1").unwrap(),
+        Some(observation("obs-1", "9\n")),
+        "this store's copy stands"
+    );
+    assert!(here.observation("obs-0").unwrap().is_some());
+}
+
+#[test]
+fn a_tampered_or_foreign_store_is_refused_and_nothing_is_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let here_path = dir.path().join("here.db");
+    let here = store_with(&here_path, &[("obs-1", "9\n")]);
+    let before = here.counts().unwrap();
+
+    let there_path = dir.path().join("there.db");
+    drop(store_with(
+        &there_path,
+        &[("obs-2", "9\n"), ("obs-3", "9\n")],
+    ));
+    let conn = Connection::open(&there_path).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER observations_no_update;
+         UPDATE observations SET profile = 'python-gvisor' WHERE id = 'obs-3';",
+    )
+    .unwrap();
+    drop(conn);
+    let err = here
+        .merge_from(&there_path, OnConflict::Refuse)
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        matches!(&err, StoreError::MergeSource { cause, .. } if matches!(**cause, StoreError::Tampered { .. })),
+        "{err:?}"
+    );
+    assert!(
+        message.contains("there.db") && message.contains("obs-3"),
+        "{message}"
+    );
+    assert_eq!(
+        here.counts().unwrap(),
+        before,
+        "obs-2 must not be merged alone"
+    );
+
+    // Not a store, no file, this store itself: refused, and said why.
+    let foreign = dir.path().join("foreign.db");
+    Connection::open(&foreign)
+        .unwrap()
+        .execute_batch("CREATE TABLE t (x);")
+        .unwrap();
+    for (path, why) in [
+        (foreign, "not a progscore evidence store"),
+        (dir.path().join("missing.db"), "no such file"),
+        (here_path, "this store itself"),
+    ] {
+        let message = here
+            .merge_from(&path, OnConflict::Refuse)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains(why), "{}: {message}", path.display());
+    }
+    assert_eq!(here.counts().unwrap(), before);
 }

@@ -10,6 +10,7 @@ mod report;
 mod run;
 mod score;
 mod serve;
+mod store;
 
 use std::path::PathBuf;
 
@@ -63,6 +64,8 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Write a batch's results as one self-contained HTML page.
     Report(report::ReportArgs),
+    /// The evidence store as a whole: merge a store written elsewhere.
+    Store(store::StoreArgs),
     /// Serve the runtime over HTTP: progscore's /v1 API and SandboxFusion's /run_code.
     Serve(serve::ServeArgs),
 }
@@ -179,6 +182,7 @@ pub async fn dispatch(args: Args) -> u8 {
         Command::Doctor(doctor_args) => doctor::run(&config, doctor_args).await,
         Command::Report(report_args) => report::run(&config, report_args),
         Command::Serve(serve_args) => serve::serve(&config, serve_args).await,
+        Command::Store(store_args) => store::run(&config, store_args),
     };
     match result {
         Ok(code) => code,

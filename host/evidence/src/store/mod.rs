@@ -2,6 +2,7 @@
 //! module per table family.
 
 mod leases;
+mod merge;
 mod observations;
 mod programs;
 mod scores;
@@ -17,6 +18,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, params_from_iter};
 
 pub use leases::{Lease, now_unix_ms};
+pub use merge::{MergeSummary, OnConflict};
 pub use submissions::StoredSubmission;
 
 use crate::error::StoreError;

@@ -145,18 +145,18 @@ impl EvidenceStore {
 }
 
 /// An observation in the form of its row: every JSON column canonical.
-struct ObservationRow<'a> {
+pub(super) struct ObservationRow<'a> {
     observation: &'a Observation,
     profile_fingerprint: String,
     profile_fingerprint_sha256: String,
     invocations: String,
     run: String,
-    record: String,
+    pub(super) record: String,
     record_sha256: String,
 }
 
 impl<'a> ObservationRow<'a> {
-    fn from_observation(observation: &'a Observation) -> Result<Self, StoreError> {
+    pub(super) fn from_observation(observation: &'a Observation) -> Result<Self, StoreError> {
         let record = observation.canonical_json()?;
         Ok(ObservationRow {
             observation,
@@ -169,7 +169,7 @@ impl<'a> ObservationRow<'a> {
         })
     }
 
-    fn insert(&self, conn: &Connection) -> Result<(), StoreError> {
+    pub(super) fn insert(&self, conn: &Connection) -> Result<(), StoreError> {
         let o = self.observation;
         let mut statement = conn
             .prepare_cached(

@@ -98,6 +98,15 @@ impl EvidenceStore {
 }
 
 pub(super) fn insert_score(conn: &Connection, score: &ScoreRecord) -> Result<i64, StoreError> {
+    insert_score_at(conn, score, &now_rfc3339())
+}
+
+/// Writes a score made at `created_at` (a merged score keeps its time).
+pub(super) fn insert_score_at(
+    conn: &Connection,
+    score: &ScoreRecord,
+    created_at: &str,
+) -> Result<i64, StoreError> {
     score
         .check_consistent()
         .map_err(StoreError::InvalidRecord)?;
@@ -130,7 +139,7 @@ pub(super) fn insert_score(conn: &Connection, score: &ScoreRecord) -> Result<i64
             score.rationale,
             score.reason,
             cases,
-            now_rfc3339(),
+            created_at,
         ])
     })
     .map_err(StoreError::sqlite("storing a score"))?;
@@ -148,13 +157,14 @@ pub(super) fn insert_score(conn: &Connection, score: &ScoreRecord) -> Result<i64
     Ok(score_id)
 }
 
-const SCORE_SELECT: &str = "SELECT s.id, s.item_id, s.origin, s.program_sha256, s.profile,
+pub(super) const SCORE_SELECT: &str =
+    "SELECT s.id, s.item_id, s.origin, s.program_sha256, s.profile,
         s.expectation, s.expectation_sha256, s.status, s.value, s.rationale, s.reason, s.cases,
         s.created_at
     FROM scores s";
 
 /// A score row before its JSON columns are decoded.
-struct RawScore {
+pub(super) struct RawScore {
     id: i64,
     item_id: Option<String>,
     origin: String,
@@ -171,7 +181,7 @@ struct RawScore {
 }
 
 impl RawScore {
-    fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawScore> {
+    pub(super) fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawScore> {
         Ok(RawScore {
             id: row.get(0)?,
             item_id: row.get(1)?,
@@ -189,7 +199,7 @@ impl RawScore {
         })
     }
 
-    fn decode(self, conn: &Connection) -> Result<StoredScore, StoreError> {
+    pub(super) fn decode(self, conn: &Connection) -> Result<StoredScore, StoreError> {
         let corrupt = |detail: String| StoreError::Corrupt {
             what: "score",
             id: self.id.to_string(),
