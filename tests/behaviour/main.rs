@@ -338,10 +338,20 @@ fn doctor_says_which_traced_profiles_are_traced_and_why_not() {
         line("traced-py-docker-runsc").ends_with("behaviour traced"),
         "{text}"
     );
+    // In the words a run records: Docker's runc cannot be given a seccomp
+    // listener, the OCI backend's can.
     assert!(
-        line("traced-py-docker-runc").contains("behaviour not traced: runtime `runc`"),
+        line("traced-py-docker-runc")
+            .contains("behaviour not traced: runtime `runc` is not traced here")
+            && line("traced-py-docker-runc").contains("the OCI backend traces runc"),
         "{text}"
     );
+    for sandbox in ["oci-runsc", "oci-runc"] {
+        assert!(
+            line(&format!("traced-py-{sandbox}")).ends_with("behaviour traced"),
+            "{text}"
+        );
+    }
     // An untraced profile says nothing of behaviour.
     assert!(!line("python-gvisor").contains("behaviour"), "{text}");
 }

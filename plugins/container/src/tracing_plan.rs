@@ -85,6 +85,16 @@ impl TracePlan {
         }
     }
 
+    /// What `doctor` says of a traced profile's cases under this plan, as a
+    /// run would record it; `None` for a profile that does not trace.
+    pub fn describe(&self) -> Option<String> {
+        match self {
+            TracePlan::Off => None,
+            TracePlan::NotTraced(why) => Some(format!("behaviour not traced: {why}")),
+            TracePlan::Gvisor(_) | TracePlan::Seccomp(_) => Some("behaviour traced".into()),
+        }
+    }
+
     /// What an invocation that was never traced records under this plan
     /// (the sandbox failed before the trace began, or the plan says no).
     pub fn untraced(&self, why: &str) -> Option<Behaviour> {

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use progscore_sandbox::{Backend, RuntimeProfile, SandboxError};
+use progscore_container::TracePlan;
+use progscore_sandbox::{Backend, RuntimeProfile, SandboxError, Stage};
 
 use crate::engine::EngineFacts;
 use crate::options::Endpoint;
@@ -76,11 +77,16 @@ pub(crate) async fn diagnose(pool: &Arc<Pool>, profiles: &[RuntimeProfile]) -> V
                         profile.image().map(|i| i.to_string()).unwrap_or_default(),
                         image.image_id
                     );
-                    if profile.trace.is_some() {
-                        detail.push_str(&match tracing(facts, &runtime, pooled) {
-                            Ok(()) => ", behaviour traced".to_string(),
-                            Err(why) => format!(", behaviour not traced: {why}"),
-                        });
+                    // The plan a run of its cases makes, in its words.
+                    let plan = TracePlan::of(
+                        profile,
+                        Stage::Case,
+                        &runtime,
+                        facts.can_trace(&runtime, pooled.options.endpoint.is_local()),
+                    );
+                    if let Some(tracing) = plan.describe() {
+                        detail.push_str(", ");
+                        detail.push_str(&tracing);
                     }
                     detail
                 }),
@@ -94,17 +100,6 @@ pub(crate) async fn diagnose(pool: &Arc<Pool>, profiles: &[RuntimeProfile]) -> V
         reports.push(report(pooled, reached.as_ref(), checks));
     }
     reports
-}
-
-/// Whether the cases of a traced profile are traced on this engine, and
-/// if not, why (as a run would record it).
-fn tracing(facts: &EngineFacts, runtime: &str, pooled: &PooledEngine) -> Result<(), String> {
-    if runtime != "runsc" {
-        return Err(format!(
-            "runtime `{runtime}` does not trace behaviour: only gVisor (runtime `runsc`) records what a program tried"
-        ));
-    }
-    facts.can_trace(runtime, pooled.options.endpoint.is_local())
 }
 
 /// Builds one engine's doctor report from whatever could be learnt.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_container::{
-    BuildDisk, Cases, Cgroups, Guarded, Load, Schedule, Workspace, compile_event,
+    BuildDisk, Cases, Cgroups, Guarded, Load, Schedule, TracePlan, Workspace, compile_event,
 };
 use progscore_sandbox::timing::{ALONE_RUNS, alone_run_warning};
 use progscore_sandbox::{
@@ -242,18 +242,22 @@ impl Inner {
 
     async fn check(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
         let (_, runtime, image) = self.ready(profile).await?;
-        Ok(Preflight::of(
-            profile,
-            format!(
-                "runtime {} ({}), image {} unpacked and verified in {}, limits enforced by \
-                 cgroups, AppArmor profile {}",
-                runtime.name,
-                runtime.version,
-                image.manifest_digest,
-                self.options.image_cache.display(),
-                crate::apparmor::host().annotation()
-            ),
-        ))
+        let mut detail = format!(
+            "runtime {} ({}), image {} unpacked and verified in {}, limits enforced by \
+             cgroups, AppArmor profile {}",
+            runtime.name,
+            runtime.version,
+            image.manifest_digest,
+            self.options.image_cache.display(),
+            crate::apparmor::host().annotation()
+        );
+        // The plan a run of its cases makes, as `invocation::run` makes it.
+        let plan = TracePlan::with_runc_listener(profile, Stage::Case, &runtime.name, Ok(()));
+        if let Some(tracing) = plan.describe() {
+            detail.push_str(", ");
+            detail.push_str(&tracing);
+        }
+        Ok(Preflight::of(profile, detail))
     }
 
     /// The workspace, the compile (when the profile has one) and the cases
