@@ -5,6 +5,8 @@
 //! run apart (the same id, other content) is refused and named, and nothing
 //! is merged, unless `--keep-ours` is given.
 
+use std::collections::BTreeMap;
+
 use progscore_e2e::{Dir, result_lines, stderr, stdout, verdict};
 
 /// A batch line: `program` under `python`, given `n`, must print `n * n`.
@@ -22,10 +24,15 @@ fn line(id: &str, program: &str, n: u32) -> String {
 const SQUARE: &str = "import sys\nn = int(sys.argv[1])\nprint(n * n)\n";
 const DOUBLE: &str = "import sys\nn = int(sys.argv[1])\nprint(n + n)\n";
 
-fn score(dir: &Dir, batch: &str) -> Vec<serde_json::Value> {
+/// The result lines of `progscore score BATCH`, by item id (they come as
+/// the items finish).
+fn score(dir: &Dir, batch: &str) -> BTreeMap<String, serde_json::Value> {
     let output = dir.run(&["score", batch]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     result_lines(&stdout(&output))
+        .into_iter()
+        .map(|line| (line["id"].as_str().expect("an id").to_string(), line))
+        .collect()
 }
 
 fn merge(dir: &Dir, other: &Dir, extra: &[&str]) -> std::process::Output {
@@ -55,10 +62,8 @@ fn stores_from_two_machines_merge_and_a_conflicting_run_is_named() {
         [line("square-3", SQUARE, 3), line("double-3", DOUBLE, 3)].join("\n"),
     );
     let results = score(&first, "x.jsonl");
-    assert_eq!(
-        results.iter().map(verdict).collect::<Vec<_>>(),
-        ["true", "false"]
-    );
+    assert_eq!(verdict(&results["square-3"]), "true");
+    assert_eq!(verdict(&results["double-3"]), "false");
 
     // The second machine starts from a copy of the first's store: the item
     // both batches share is reused there, the new one runs there.
@@ -73,8 +78,8 @@ fn stores_from_two_machines_merge_and_a_conflicting_run_is_named() {
         [line("square-3", SQUARE, 3), line("square-4", SQUARE, 4)].join("\n"),
     );
     let results = score(&second, "y.jsonl");
-    assert_eq!(results[0]["evidence"], "stored", "{}", results[0]);
-    assert_eq!(results[1]["evidence"], "ran", "{}", results[1]);
+    assert_eq!(results["square-3"]["evidence"], "stored");
+    assert_eq!(results["square-4"]["evidence"], "ran");
 
     let merged = merge(&first, &second, &[]);
     assert_eq!(merged.status.code(), Some(0), "{}", stderr(&merged));
@@ -93,9 +98,9 @@ fn stores_from_two_machines_merge_and_a_conflicting_run_is_named() {
         "y.jsonl",
         [line("square-3", SQUARE, 3), line("square-4", SQUARE, 4)].join("\n"),
     );
-    for result in score(&first, "y.jsonl") {
+    for result in score(&first, "y.jsonl").values() {
         assert_eq!(result["evidence"], "stored", "{result}");
-        assert_eq!(verdict(&result), "true", "{result}");
+        assert_eq!(verdict(result), "true", "{result}");
     }
 
     // A third machine ran `double-3` on its own: the same attempt, its own
