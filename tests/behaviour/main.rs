@@ -2,7 +2,8 @@
 //! (`corpus.rs`: 50 programs with one side effect each, 50 benign, Python
 //! and C) scored with behaviour conditions under gVisor through Docker and
 //! through the daemonless OCI backend, and a sample under runc (which says
-//! it does not trace). Every side effect is recorded (its kind counted in
+//! it does not trace), and the Python half under WASI (paths only). Every
+//! side effect is recorded (its kind counted in
 //! the result line, `attempts` true, `never` false, the event named in the
 //! rationale); no benign program shows any event (`never` of every kind
 //! true, proven by a complete trace).
@@ -201,6 +202,121 @@ fn the_corpus_is_traced_under_gvisor_with_every_side_effect_and_no_benign_event(
         missed.len(),
         lines.len(),
         missed.join("\n")
+    );
+}
+
+/// The kinds the WASI backend traces: the host's path imports. Sockets and
+/// processes do not exist in WASI preview 1 (an attempt fails in the
+/// guest's libc, unseen).
+const WASI_KINDS: [&str; 3] = ["fs.open", "fs.unlink", "fs.rename"];
+
+#[test]
+fn the_python_corpus_under_wasi_records_every_path_it_tries_and_proves_no_other_kind() {
+    let dir = Dir::new();
+    dir.edit_config(|config| {
+        let mut spec: toml::Table = progscore_test_kit::generated_profile("python-wasi");
+        spec.insert("trace".into(), true.into());
+        let mut profiles = toml::Table::new();
+        profiles.insert("traced-py-wasi".into(), spec.into());
+        let mut root = toml::Table::new();
+        root.insert("profiles".into(), profiles.into());
+        format!("{config}\n{}", toml::to_string(&root).expect("TOML"))
+    });
+    let python = |program: &&Program| program.language == Language::Python;
+    // Much of the corpus cannot even start under WASI (no `socket`, no
+    // `os.fork`): each program runs inside a `try`, so that its verdict is
+    // its behaviour's alone, whatever it raised.
+    let line = |id: &str, program: &Program, profile: &str, behaviour: serde_json::Value| {
+        let source = serde_json::to_string(program.source).expect("a string literal");
+        let wrapped = format!(
+            "try:\n    exec(compile({source}, 'main.py', 'exec'), {{'__name__': '__main__'}})\n\
+             except BaseException:\n    pass\n"
+        );
+        let wrapped = Program {
+            source: Box::leak(wrapped.into_boxed_str()),
+            ..*program
+        };
+        line(id, &wrapped, profile, behaviour)
+    };
+    let mut lines = Vec::new();
+    for program in SIDE_EFFECTS.iter().filter(python) {
+        let kind = program.kind.expect("a side effect");
+        for (condition, behaviour) in [
+            ("attempts", serde_json::json!({"attempts": [kind]})),
+            ("never", serde_json::json!({"never": [kind]})),
+        ] {
+            let id = format!("{}/{condition}", program.name);
+            lines.push(line(&id, program, "traced-py-wasi", behaviour));
+        }
+    }
+    for program in BENIGN.iter().filter(python) {
+        let id = format!("{}/never", program.name);
+        lines.push(line(
+            &id,
+            program,
+            "traced-py-wasi",
+            serde_json::json!({"never": WASI_KINDS}),
+        ));
+        let id = format!("{}/never-any", program.name);
+        lines.push(line(
+            &id,
+            program,
+            "traced-py-wasi",
+            serde_json::json!({"never": KINDS}),
+        ));
+    }
+    let scored = Scored::of(&dir, &lines);
+
+    let mut wrong = Vec::new();
+    for program in SIDE_EFFECTS.iter().filter(python) {
+        let kind = program.kind.expect("a side effect");
+        let attempts = scored.get(&format!("{}/attempts", program.name));
+        let never = scored.get(&format!("{}/never", program.name));
+        let behaviour = behaviour_of(attempts);
+        let expected = if WASI_KINDS.contains(&kind) {
+            // Every path the program tries reaches the host, even one under
+            // no folder the guest was given.
+            ("true", "false")
+        } else {
+            // Not a kind the host can see: never proven either way.
+            ("undetermined", "undetermined")
+        };
+        if (verdict(attempts).as_str(), verdict(never).as_str()) != expected
+            || behaviour["status"] != "traced"
+        {
+            wrong.push(format!(
+                "{}: {kind}: attempts {} ({}), never {} ({}); behaviour {behaviour}",
+                program.name,
+                verdict(attempts),
+                attempts["rationale"],
+                verdict(never),
+                never["rationale"]
+            ));
+        }
+    }
+    for program in BENIGN.iter().filter(python) {
+        let line = scored.get(&format!("{}/never", program.name));
+        let behaviour = behaviour_of(line);
+        let quiet = behaviour["counts"]
+            .as_object()
+            .is_some_and(|c| c.is_empty());
+        let any = scored.get(&format!("{}/never-any", program.name));
+        if verdict(line) != "true" || !quiet || verdict(any) != "undetermined" {
+            wrong.push(format!(
+                "{}: never {} ({}), never of any kind {} ({}); behaviour {behaviour}",
+                program.name,
+                verdict(line),
+                line["rationale"],
+                verdict(any),
+                any["rationale"]
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} Python corpus programs wrong under WASI:\n{}",
+        wrong.len(),
+        wrong.join("\n")
     );
 }
 

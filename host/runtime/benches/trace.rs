@@ -1,5 +1,6 @@
 //! Behaviour tracing on against off, on the same ordinary programs, under
-//! gVisor through Docker and through the OCI backend: rounds of one batch
+//! gVisor through Docker and through the OCI backend, and under WASI (its
+//! path imports traced, and an empty `/` preopened): rounds of one batch
 //! untraced then traced (paired, so the machine's load is shared alike),
 //! the wall time of each and the ratio per round. Target: tracing adds at
 //! most 15% wall time.
@@ -36,7 +37,7 @@ fn main() {
     let config = Config::load(&progscore_test_kit::generated_config_path())
         .expect("progscore.toml: run scripts/setup.sh");
     let mut profiles: Vec<RuntimeProfile> = Vec::new();
-    for name in ["python-gvisor", "python-oci-gvisor"] {
+    for name in ["python-gvisor", "python-oci-gvisor", "python-wasi"] {
         let plain = config.profile(name).expect("profile").clone();
         let mut traced = plain.clone();
         traced.name = format!("{name}-traced");
@@ -57,8 +58,13 @@ fn main() {
         })
         .collect();
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    // Warm-up: the OCI image is fetched and unpacked once.
-    for profile in ["python-gvisor", "python-oci-gvisor-traced"] {
+    // Warm-up: the OCI image is fetched and unpacked once, the WASI module
+    // loaded.
+    for profile in [
+        "python-gvisor",
+        "python-oci-gvisor-traced",
+        "python-wasi-traced",
+    ] {
         runtime.block_on(run_batch(&backends, profile, &programs[..2]));
     }
 
@@ -70,6 +76,7 @@ fn main() {
     for (label, plain) in [
         ("docker gVisor (runsc)", "python-gvisor"),
         ("oci gVisor (runsc)", "python-oci-gvisor"),
+        ("wasi (wasmtime)", "python-wasi"),
     ] {
         let traced = format!("{plain}-traced");
         let mut ratios = Vec::new();

@@ -388,6 +388,22 @@ pub enum InvalidPathPattern {
     Glob(String),
 }
 
+/// `path` (absolute) with `.`, `..` and repeated slashes resolved by name
+/// (`..` at the root stays at the root, as the kernel has it).
+pub fn normalise_path(path: &str) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for name in path.split('/') {
+        match name {
+            "" | "." => {}
+            ".." => {
+                names.pop();
+            }
+            name => names.push(name),
+        }
+    }
+    format!("/{}", names.join("/"))
+}
+
 /// An absolute path pattern: `*` matches within one name, `**` across
 /// folders (`/sandbox/**`), `?` one character.
 #[derive(Debug, Clone)]

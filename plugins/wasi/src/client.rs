@@ -15,7 +15,9 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::artifact::{self, PreparedRuntime, WASMTIME_VERSION};
-use crate::guest::{GUEST_PROGRAM_PATH, GUEST_SCRATCH_DIR, GuestReply, GuestRequest, GuestRuntime};
+use crate::guest::{
+    GUEST_PROGRAM_PATH, GUEST_SCRATCH_DIR, GuestReply, GuestRequest, GuestRuntime, TraceRequest,
+};
 use crate::job::Job;
 use crate::options::{Execution, WasiOptions};
 use crate::worker::WorkerPool;
@@ -178,6 +180,21 @@ impl WasiClient {
                 events.push(InvocationEvent::not_run(reason.clone()));
                 continue;
             }
+            let trace = match &profile.trace {
+                Some(settings) => match workspace.empty_root() {
+                    Ok(root) => Some(TraceRequest {
+                        sensitive: settings.sensitive.clone(),
+                        root,
+                    }),
+                    Err(e) => {
+                        let message = format!("could not create the traced guest's root: {e}");
+                        fault = Some(format!("invocation {index} hit a sandbox error: {message}"));
+                        events.push(sandbox_error_event(message));
+                        continue;
+                    }
+                },
+                None => None,
+            };
             let argv: Vec<String> = profile
                 .command
                 .iter()
@@ -216,6 +233,7 @@ impl WasiClient {
                 scratch_dir: scratch.clone(),
                 limits: profile.limits.clone(),
                 alone: false,
+                trace,
             };
             let mut reply = self.run_guest(&request, &prepared, false).await?;
             let mut alone_runs = 0;
@@ -258,12 +276,11 @@ impl WasiClient {
                 duration_ms: reply.duration_ms,
                 usage: reply.usage,
                 provenance: Some(self.provenance(profile, &prepared.runtime, argv)),
-                // CPython for WASI has no sockets or processes; what it
-                // opens through its preopens is not recorded yet.
+                // A guest that never ran (a sandbox error) has no trace.
                 behaviour: profile.trace.as_ref().map(|_| {
-                    Behaviour::not_traced(
-                        "the WASI backend does not trace behaviour: only gVisor (runtime `runsc`) records what a program tried",
-                    )
+                    reply.behaviour.unwrap_or_else(|| {
+                        Behaviour::not_traced("the guest failed before its trace began")
+                    })
                 }),
             });
         }

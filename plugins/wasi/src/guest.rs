@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use progscore_sandbox::{ByteString, CapturedStream, CpuWindow, Limits, Outcome, ResourceUsage};
+use progscore_sandbox::{
+    Behaviour, ByteString, CapturedStream, CpuWindow, Limits, Outcome, PathPattern, ResourceUsage,
+};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use wasmtime::{
@@ -22,6 +24,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 use crate::capture::CapturePipe;
 use crate::clock::{ProgramClock, Stop, lock, millis};
 use crate::outcome::classify;
+use crate::trace::WasiTrace;
 
 /// Where the stdlib folder appears in the guest. CPython's WASI build looks for
 /// `/usr/local/lib/python315.zip` (its compiled-in prefix).
@@ -71,6 +74,20 @@ pub(crate) struct GuestRequest {
     /// confirmation run).
     #[serde(default)]
     pub alone: bool,
+    /// When the profile traces behaviour (see [`crate::trace`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceRequest>,
+}
+
+/// What a traced invocation needs besides the rest of its request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct TraceRequest {
+    /// The sensitive read paths, as the profile writes them.
+    pub sensitive: Vec<String>,
+    /// An empty host folder preopened read-only at `/`, so that an open of
+    /// any absolute path reaches the host (wasi-libc fails a path under no
+    /// preopen itself, unseen) and is answered "no such file".
+    pub root: PathBuf,
 }
 
 /// How one invocation ended, as sent back by a worker process.
@@ -86,6 +103,10 @@ pub(crate) struct GuestReply {
     /// Something the record should show beside the outcome (a trap's message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What the program tried, when the request asked for a trace and the
+    /// guest ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behaviour: Option<Behaviour>,
 }
 
 impl GuestReply {
@@ -99,6 +120,7 @@ impl GuestReply {
             duration_ms: elapsed_ms(started),
             usage: None,
             note: None,
+            behaviour: None,
         }
     }
 }
@@ -144,6 +166,8 @@ impl GuestRuntime {
     ) -> wasmtime::Result<Self> {
         let mut linker: Linker<GuestState> = Linker::new(engine);
         wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state| &mut state.wasi)?;
+        // The imports that touch paths, traced when the invocation asks.
+        crate::trace::add_to_linker(&mut linker)?;
         // The build's one non-WASI import: its door to a host tool protocol we do
         // not offer. -1 is its "no host" answer.
         linker.func_wrap("host", "call", |_: i32, _: i32, _: i32, _: i32| -> i32 {
@@ -191,6 +215,7 @@ impl GuestRuntime {
                         duration_ms: 0,
                         usage: None,
                         note,
+                        behaviour: None,
                     };
                 }
             },
@@ -199,6 +224,9 @@ impl GuestRuntime {
         // The program's clock starts here.
         let clock = Arc::new(Mutex::new(ProgramClock::start(&request.limits)));
         store.data_mut().clock = Some(clock.clone());
+        if let Some(trace) = &mut store.data_mut().trace {
+            trace.start_clock();
+        }
         // The epoch callback yields to this executor every tick, so the guest
         // stops at a limit even while it sleeps in a host call (the timer
         // below), and at once when the caller cancels.
@@ -220,6 +248,7 @@ impl GuestRuntime {
                 }
             }
         };
+        let behaviour = store.data_mut().trace.take().map(WasiTrace::finish);
         let state = store.data();
         let clock = lock(&clock);
         let window = clock.started.elapsed();
@@ -260,6 +289,7 @@ impl GuestRuntime {
                 cpu_wait_ms: cpu_wait.filter(|_| judged).map(millis),
             }),
             note,
+            behaviour,
         }
     }
 
@@ -283,13 +313,33 @@ impl GuestRuntime {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
+        // The guest paths of the preopens, in order: their descriptors.
+        let mut preopens = Vec::new();
         if let Some(stdlib) = &request.stdlib_dir {
             wasi.preopened_dir(stdlib, GUEST_STDLIB_DIR, FsPerms::ReadOnly)?;
+            preopens.push(GUEST_STDLIB_DIR);
         }
         wasi.preopened_dir(&request.program_dir, GUEST_PROGRAM_DIR, FsPerms::ReadOnly)?;
+        preopens.push(GUEST_PROGRAM_DIR);
         if let Some(scratch) = &request.scratch_dir {
             wasi.preopened_dir(scratch, GUEST_SCRATCH_DIR, FsPerms::ReadWrite)?;
+            preopens.push(GUEST_SCRATCH_DIR);
         }
+        let trace = match &request.trace {
+            Some(trace) => {
+                // Last: the other preopens keep their descriptors, and
+                // wasi-libc picks the longest preopen a path is under.
+                wasi.preopened_dir(&trace.root, "/", FsPerms::ReadOnly)?;
+                preopens.push("/");
+                let patterns = trace
+                    .sensitive
+                    .iter()
+                    .filter_map(|pattern| PathPattern::new(pattern).ok())
+                    .collect();
+                Some(WasiTrace::new(patterns, &preopens))
+            }
+            None => None,
+        };
         let state = GuestState {
             wasi: wasi.build_p1(),
             limiter: MemoryCap {
@@ -299,6 +349,7 @@ impl GuestRuntime {
             },
             stop: None,
             clock: None,
+            trace,
         };
         let mut store = Store::new(self.pre.module().engine(), state);
         store.limiter(|state| &mut state.limiter);
@@ -331,13 +382,15 @@ impl GuestRuntime {
 /// The store's data: WASI state, the memory cap, the program's clock, and
 /// why the host stopped the guest.
 pub(crate) struct GuestState {
-    wasi: WasiP1Ctx,
+    pub(crate) wasi: WasiP1Ctx,
     limiter: MemoryCap,
     stop: Option<Stop>,
     /// Set once the instance exists: the program's time starts then.
     /// Shared with the host-side timer, which stops a guest waiting in a
     /// host call (a sleep).
     clock: Option<Arc<Mutex<ProgramClock>>>,
+    /// What the program tries, when traced.
+    pub(crate) trace: Option<WasiTrace>,
 }
 
 /// Refuses linear-memory growth beyond the profile's cap and remembers that it did.

@@ -87,6 +87,7 @@ mod guest;
 mod job;
 mod options;
 mod outcome;
+mod trace;
 pub mod worker;
 mod workspace;
 

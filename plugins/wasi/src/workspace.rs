@@ -71,6 +71,16 @@ impl Workspace {
         Ok(dir)
     }
 
+    /// An empty folder, made once, for a traced guest's `/` (see
+    /// [`crate::guest::TraceRequest`]).
+    pub(crate) fn empty_root(&self) -> std::io::Result<PathBuf> {
+        let dir = self.dir.path().join("root");
+        if !dir.is_dir() {
+            artifact::create_private_dir(&dir)?;
+        }
+        Ok(dir)
+    }
+
     pub(crate) fn close(self) -> Result<(), String> {
         let path = self.dir.path().to_path_buf();
         self.dir

@@ -6,7 +6,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use progscore_sandbox::behaviour::{
     Action, ActionKind, BehaviourEvent, BehaviourTrace, FileAccess, MAX_EVENT_ARGV, PathPattern,
-    bounded_text,
+    bounded_text, normalise_path,
 };
 use prost::Message;
 
@@ -338,7 +338,7 @@ fn cwd(context: Option<&wire::ContextData>) -> std::borrow::Cow<'_, str> {
 /// resolved by name; the path as given when the folder is unknown.
 pub(crate) fn resolve(pathname: &str, dirfd: i64, fd_path: &str, cwd: &str) -> String {
     if pathname.starts_with('/') {
-        return normalise(pathname);
+        return normalise_path(pathname);
     }
     // An empty path names no file (the call fails); a folder joined to it
     // would name one.
@@ -350,26 +350,10 @@ pub(crate) fn resolve(pathname: &str, dirfd: i64, fd_path: &str, cwd: &str) -> S
     // the working directory would be a wrong guess.
     let base = if dirfd == AT_FDCWD { cwd } else { fd_path };
     if base.starts_with('/') {
-        normalise(&format!("{base}/{pathname}"))
+        normalise_path(&format!("{base}/{pathname}"))
     } else {
         pathname.to_string()
     }
-}
-
-/// `path` (absolute) with `.`, `..` and repeated slashes resolved by name
-/// (`..` at the root stays at the root, as the kernel has it).
-fn normalise(path: &str) -> String {
-    let mut names: Vec<&str> = Vec::new();
-    for name in path.split('/') {
-        match name {
-            "" | "." => {}
-            ".." => {
-                names.pop();
-            }
-            name => names.push(name),
-        }
-    }
-    format!("/{}", names.join("/"))
 }
 
 /// A `sockaddr`'s family, address and port, when readable: `inet` and
