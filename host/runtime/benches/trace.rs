@@ -7,7 +7,8 @@
 //!
 //! `cargo bench -p progscore-runtime --bench trace` (after scripts/setup.sh).
 //! PROGSCORE_BENCH_PROGRAMS sets the batch size (default 40),
-//! PROGSCORE_BENCH_ROUNDS the rounds (default 3).
+//! PROGSCORE_BENCH_ROUNDS the rounds (default 3), PROGSCORE_BENCH_ONLY one
+//! backend's label (`docker`, `oci` or `wasi`).
 
 use std::time::{Duration, Instant};
 
@@ -78,6 +79,10 @@ fn main() {
         ("oci gVisor (runsc)", "python-oci-gvisor"),
         ("wasi (wasmtime)", "python-wasi"),
     ] {
+        let only = std::env::var("PROGSCORE_BENCH_ONLY").unwrap_or_default();
+        if !label.starts_with(only.as_str()) {
+            continue;
+        }
         let traced = format!("{plain}-traced");
         let mut ratios = Vec::new();
         for round in 0..rounds {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use progscore_sandbox::{
-    Behaviour, ByteString, CapturedStream, CpuWindow, Limits, Outcome, PathPattern, ResourceUsage,
+    Behaviour, ByteString, CapturedStream, CpuWindow, Limits, Outcome, ResourceUsage,
 };
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -331,12 +331,7 @@ impl GuestRuntime {
                 // wasi-libc picks the longest preopen a path is under.
                 wasi.preopened_dir(&trace.root, "/", FsPerms::ReadOnly)?;
                 preopens.push("/");
-                let patterns = trace
-                    .sensitive
-                    .iter()
-                    .filter_map(|pattern| PathPattern::new(pattern).ok())
-                    .collect();
-                Some(WasiTrace::new(patterns, &preopens))
+                Some(WasiTrace::new(&trace.sensitive, &preopens))
             }
             None => None,
         };

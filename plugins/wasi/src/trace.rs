@@ -13,6 +13,7 @@
 //! sandbox could not have seen.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use progscore_sandbox::behaviour::{
@@ -44,7 +45,7 @@ const FIRST_PREOPEN_FD: u32 = 3;
 /// One invocation's trace while the guest runs.
 pub(crate) struct WasiTrace {
     started: Instant,
-    sensitive: Vec<PathPattern>,
+    sensitive: Arc<Vec<PathPattern>>,
     /// The guest path of each descriptor known to be a folder or file it
     /// opened (preopens first), to resolve paths given relative to one.
     fd_paths: HashMap<u32, String>,
@@ -55,13 +56,13 @@ impl WasiTrace {
     /// A trace of a guest whose preopened folders appear at `preopens`, in
     /// the order they were preopened; reads of paths matching `sensitive`
     /// are recorded, writes always are.
-    pub(crate) fn new(sensitive: Vec<PathPattern>, preopens: &[&str]) -> WasiTrace {
+    pub(crate) fn new(sensitive: &[String], preopens: &[&str]) -> WasiTrace {
         let fd_paths = (FIRST_PREOPEN_FD..)
             .zip(preopens.iter().map(|path| path.to_string()))
             .collect();
         WasiTrace {
             started: Instant::now(),
-            sensitive,
+            sensitive: compiled(sensitive),
             fd_paths,
             trace: BehaviourTrace::new(TRACED_KINDS.to_vec()),
         }
@@ -134,6 +135,28 @@ impl WasiTrace {
             errno,
         );
     }
+}
+
+/// The patterns compiled once per list, not once per invocation (each is
+/// a regular expression).
+fn compiled(sensitive: &[String]) -> Arc<Vec<PathPattern>> {
+    /// The last list as written, and compiled.
+    type Compiled = (Vec<String>, Arc<Vec<PathPattern>>);
+    static LAST: Mutex<Option<Compiled>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((written, patterns)) = &*last
+        && written.as_slice() == sensitive
+    {
+        return patterns.clone();
+    }
+    let patterns = Arc::new(
+        sensitive
+            .iter()
+            .filter_map(|pattern| PathPattern::new(pattern).ok())
+            .collect::<Vec<_>>(),
+    );
+    *last = Some((sensitive.to_vec(), patterns.clone()));
+    patterns
 }
 
 /// WASI's errno as the other backends name errors (`ENOENT`), `ok` for success.
@@ -316,7 +339,7 @@ mod tests {
 
     fn trace() -> WasiTrace {
         WasiTrace::new(
-            vec![PathPattern::new("/program/**").unwrap()],
+            &["/program/**".to_string()],
             &["/usr/local/lib", "/program", "/tmp"],
         )
     }
