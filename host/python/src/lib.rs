@@ -8,6 +8,7 @@
 //! ends, and reads its outcome on its own thread (see `task.rs` for why
 //! progscore's threads never touch Python).
 
+mod remote;
 mod task;
 
 use std::collections::BTreeMap;
@@ -29,6 +30,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
+use crate::remote::NativeDesk;
 use crate::task::{Failure, NativeTask, NativeWaker};
 
 create_exception!(
@@ -66,9 +68,14 @@ create_exception!(
 /// comparators a config names.
 #[pyclass(frozen, module = "progscore._native")]
 struct NativeClient {
-    backends: Arc<Backends>,
+    /// Where programs run: this machine's backends, or other machines'
+    /// (`remote_from_config`).
+    sandbox: Arc<dyn SandboxClient>,
+    /// This machine's backends, when programs run here.
+    backends: Option<Arc<Backends>>,
     profiles: Vec<RuntimeProfile>,
     comparators: Vec<UserComparator>,
+    languages: BTreeMap<String, String>,
 }
 
 #[pymethods]
@@ -96,12 +103,43 @@ impl NativeClient {
     fn from_config(path: PathBuf) -> PyResult<NativeClient> {
         let config =
             Config::load(&path).map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
-        NativeClient::build(
+        let mut client = NativeClient::build(
             config.profiles,
             config.docker,
             config.oci,
             config.comparators,
-        )
+        )?;
+        client.languages = config.languages;
+        Ok(client)
+    }
+
+    /// A progscore.toml's profiles and comparators with programs run on
+    /// other machines: every request waits on the returned desk for the
+    /// caller's dispatcher (`progscore.ray`). Nothing runs here. Also the
+    /// config's store path.
+    #[staticmethod]
+    fn remote_from_config(path: PathBuf) -> PyResult<(NativeClient, NativeDesk, PathBuf)> {
+        let config =
+            Config::load(&path).map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
+        let desk = NativeDesk::new()?;
+        let sandbox = progscore_runtime::remote::RemoteClient::new(
+            config.profiles.clone(),
+            desk.desk.clone(),
+        );
+        let client = NativeClient {
+            sandbox: Arc::new(sandbox),
+            backends: None,
+            profiles: config.profiles,
+            comparators: config.comparators,
+            languages: config.languages,
+        };
+        Ok((client, desk, config.store_path))
+    }
+
+    /// The node side of `progscore.ray`: answers one request (JSON) from
+    /// this client's sandboxes; the task's result is the reply's JSON.
+    fn start_serve(&self, waker: &NativeWaker, request_json: &str) -> PyResult<NativeTask> {
+        remote::start_serve(self.sandbox.clone(), waker, request_json)
     }
 
     /// The configured profiles' names, sorted.
@@ -114,13 +152,15 @@ impl NativeClient {
     /// The value of the `progscore.owner` label on this client's
     /// containers (None without a Docker profile).
     fn docker_owner(&self) -> Option<String> {
-        self.backends.docker_owner().map(str::to_owned)
+        let backends = self.backends.as_ref()?;
+        backends.docker_owner().map(str::to_owned)
     }
 
     /// The folder of this client's per-run workspaces (None without a
     /// Docker profile).
     fn docker_workspaces(&self) -> Option<String> {
-        self.backends
+        let backends = self.backends.as_ref()?;
+        backends
             .docker_workspaces()
             .map(|dir| dir.to_string_lossy().into_owned())
     }
@@ -136,7 +176,7 @@ impl NativeClient {
     ) -> PyResult<NativeTask> {
         let invocations: Vec<Invocation> = serde_json::from_str(invocations_json)
             .map_err(|e| InvalidExpectationError::new_err(format!("invocations: {e}")))?;
-        let backends = self.backends.clone();
+        let sandbox = self.sandbox.clone();
         Ok(NativeTask::spawn(
             waker,
             move |token: CancellationToken| async move {
@@ -145,7 +185,7 @@ impl NativeClient {
                     // Dropping the run stops it; the drop returns after the
                     // sandbox's cleanup.
                     () = token.cancelled() => return Err(Failure::Cancelled),
-                    run = backends.execute(&program, &profile, &invocations) => run,
+                    run = sandbox.execute(&program, &profile, &invocations) => run,
                 };
                 let run = run.map_err(|e| Failure::Refused(e.to_string()))?;
                 serde_json::to_string(&run).map_err(|e| Failure::Other(e.to_string()))
@@ -163,10 +203,13 @@ impl NativeClient {
     ) -> PyResult<NativeClient> {
         let backends = Backends::build(profiles.clone(), docker.options(), oci, wasi_workers())
             .map_err(|e| SandboxRefusedError::new_err(e.to_string()))?;
+        let backends = Arc::new(backends);
         Ok(NativeClient {
-            backends: Arc::new(backends),
+            sandbox: backends.clone(),
+            backends: Some(backends),
             profiles,
             comparators,
+            languages: BTreeMap::new(),
         })
     }
 }
@@ -257,7 +300,7 @@ impl NativeStore {
 #[pyclass(frozen, module = "progscore._native")]
 struct NativeScorer {
     scorer: Arc<ProgramExecutionScorer>,
-    backends: Arc<Backends>,
+    backends: Option<Arc<Backends>>,
 }
 
 #[pymethods]
@@ -273,19 +316,76 @@ impl NativeScorer {
                 .map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
         }
         let comparators: Arc<dyn OutputComparator> = Arc::new(WasmComparators(Arc::new(host)));
-        let backends = client.backends.clone();
-        let client: Arc<dyn SandboxClient> = client.backends.clone();
-        let source = ProgramExecutionSource::new(client, store.store.clone());
+        let source = ProgramExecutionSource::new(client.sandbox.clone(), store.store.clone());
+        let scorer = ProgramExecutionScorer::new(source, comparators)
+            .with_languages(client.languages.clone());
         Ok(NativeScorer {
-            scorer: Arc::new(ProgramExecutionScorer::new(source, comparators)),
-            backends,
+            scorer: Arc::new(scorer),
+            backends: client.backends.clone(),
         })
     }
 
     /// Programs in flight when the caller does not say: the runtime's batch
     /// policy, as `progscore score` applies it.
     fn default_jobs(&self) -> usize {
-        progscore_runtime::policy::default_jobs(self.backends.docker_capacity().unwrap_or(0))
+        let engines_take = self.backends.as_ref().and_then(|b| b.docker_capacity());
+        progscore_runtime::policy::default_jobs(engines_take.unwrap_or(0))
+    }
+
+    /// Reads a batch file as `progscore score` does: its items (a JSON list
+    /// of `{line, id, program, expectation, profile}`, each expectation
+    /// canonical and valid) and its refused lines, each said as
+    /// `file:line: field ...: message`.
+    fn prepare_batch(&self, path: PathBuf) -> PyResult<(String, Vec<String>)> {
+        let batch = progscore_runtime::batch::Batch::read(&path)
+            .map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
+        let mut errors = batch.errors;
+        let mut items = Vec::with_capacity(batch.items.len());
+        for item in batch.items {
+            let expectation = self.scorer.replayer().canonical(item.expectation);
+            if let Err(err) = self.scorer.validate(&expectation) {
+                errors.push(progscore_runtime::batch::BatchLineError {
+                    file: path.display().to_string(),
+                    line: item.line,
+                    id: Some(item.id.clone()),
+                    field: Some(format!("expectation.{}", err.field_path())),
+                    message: err.to_string(),
+                });
+                continue;
+            }
+            let profile = expectation
+                .conditions
+                .first()
+                .map(|condition| match condition {
+                    progscore_scoring::Condition::ProgramBehaves(behaves) => {
+                        behaves.profile.clone()
+                    }
+                });
+            items.push(serde_json::json!({
+                "line": item.line,
+                "id": item.id,
+                "program": progscore_sandbox::ByteString(item.program),
+                "expectation": expectation,
+                "profile": profile,
+            }));
+        }
+        errors.sort_by_key(|e| e.line);
+        let items =
+            serde_json::to_string(&items).map_err(|e| ProgscoreError::new_err(e.to_string()))?;
+        Ok((items, errors.iter().map(ToString::to_string).collect()))
+    }
+
+    /// Checks `profile` before anything runs (as `progscore score` does for
+    /// every profile of a batch); the task's result is what was checked.
+    fn start_preflight(&self, waker: &NativeWaker, profile: String) -> NativeTask {
+        let scorer = self.scorer.clone();
+        NativeTask::spawn(waker, move |_token| async move {
+            let found = scorer
+                .preflight(&profile)
+                .await
+                .map_err(|e| Failure::Refused(e.to_string()))?;
+            Ok(found.detail)
+        })
     }
 
     /// Checks an expectation (JSON) as scoring would, running nothing.
@@ -319,6 +419,38 @@ impl NativeScorer {
             request.item_id = item_id;
             let score = scorer.score(request).await.map_err(Failure::from)?;
             serde_json::to_string(&score).map_err(|e| Failure::Other(e.to_string()))
+        }))
+    }
+
+    /// Starts scoring a batch item as `progscore score` does; the task's
+    /// result is `{"score": ..., "line": the result line}`, and the verdict
+    /// is counted in `summary`.
+    #[pyo3(signature = (waker, summary, program, expectation_json, item_id, fresh=false))]
+    fn start_score_item(
+        &self,
+        waker: &NativeWaker,
+        summary: &NativeSummary,
+        program: Vec<u8>,
+        expectation_json: &str,
+        item_id: String,
+        fresh: bool,
+    ) -> PyResult<NativeTask> {
+        let expectation = parse_expectation(expectation_json)?;
+        let scorer = self.scorer.clone();
+        let summary = summary.summary.clone();
+        Ok(NativeTask::spawn(waker, move |token| async move {
+            let request = ScoreRequest::new(ProgramInput::Inline(program), expectation)
+                .item_id(item_id)
+                .fresh(fresh)
+                .cancel(token);
+            let score = scorer.score(request).await.map_err(Failure::from)?;
+            summary
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .add(&score);
+            let line = progscore_runtime::results::result_line(&score, None);
+            let both = serde_json::json!({"score": score, "line": line});
+            Ok(both.to_string())
         }))
     }
 
@@ -386,9 +518,77 @@ impl From<ScoringError> for Failure {
     }
 }
 
+/// Programs in flight for a machine of `cores` cores, by the batch policy.
+#[pyfunction]
+fn jobs_for_cores(cores: usize) -> usize {
+    progscore_runtime::policy::jobs_for_cores(cores, 0)
+}
+
+/// A batch's summary, counted and printed as `progscore score` does.
+#[pyclass(frozen, module = "progscore._native")]
+#[derive(Default)]
+struct NativeSummary {
+    summary: Arc<std::sync::Mutex<progscore_runtime::results::Summary>>,
+}
+
+impl NativeSummary {
+    fn lock(&self) -> std::sync::MutexGuard<'_, progscore_runtime::results::Summary> {
+        self.summary
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[pymethods]
+impl NativeSummary {
+    #[new]
+    fn new() -> NativeSummary {
+        NativeSummary::default()
+    }
+
+    /// Counts an item that failed without a verdict.
+    fn add_error(&self) {
+        self.lock().errors += 1;
+    }
+
+    /// Counts an item the sandboxes refused.
+    fn add_not_scored(&self) {
+        self.lock().not_scored += 1;
+    }
+
+    /// Counts an item cancelled before its end.
+    fn add_cancelled(&self) {
+        self.lock().cancelled += 1;
+    }
+
+    /// `{true, false, undetermined, errors, not_scored, cancelled}`.
+    fn counts(&self) -> BTreeMap<&'static str, usize> {
+        let s = self.lock();
+        BTreeMap::from([
+            ("true", s.trues),
+            ("false", s.falses),
+            ("undetermined", s.undetermined),
+            ("errors", s.errors),
+            ("not_scored", s.not_scored),
+            ("cancelled", s.cancelled),
+        ])
+    }
+
+    /// The summary's text, for a batch that took `wall_seconds`.
+    fn render(&self, wall_seconds: f64, bad_lines: usize) -> String {
+        self.lock().render(
+            std::time::Duration::from_secs_f64(wall_seconds.max(0.0)),
+            bad_lines,
+        )
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeClient>()?;
+    m.add_class::<NativeDesk>()?;
+    m.add_class::<NativeSummary>()?;
+    m.add_function(wrap_pyfunction!(jobs_for_cores, m)?)?;
     m.add_class::<NativeStore>()?;
     m.add_class::<NativeScorer>()?;
     m.add_class::<NativeTask>()?;

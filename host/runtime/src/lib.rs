@@ -9,6 +9,7 @@ pub mod batch;
 pub mod comparators;
 pub mod config;
 pub mod policy;
+pub mod remote;
 pub mod results;
 pub mod session;
 

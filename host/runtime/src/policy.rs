@@ -9,8 +9,16 @@ pub const JOBS_PER_CORE: usize = 3;
 /// [`JOBS_PER_CORE`] per core of this machine, or what the configured
 /// engines take together when that is more (`engines_take`, 0 when unknown).
 pub fn default_jobs(engines_take: usize) -> usize {
-    let here = JOBS_PER_CORE * std::thread::available_parallelism().map_or(2, |n| n.get());
-    here.max(engines_take).max(1)
+    jobs_for_cores(
+        std::thread::available_parallelism().map_or(2, |n| n.get()),
+        engines_take,
+    )
+}
+
+/// The same policy for a machine of `cores` cores (a cluster node as its
+/// scheduler counts them).
+pub fn jobs_for_cores(cores: usize, engines_take: usize) -> usize {
+    (JOBS_PER_CORE * cores).max(engines_take).max(1)
 }
 
 #[cfg(test)]

@@ -2,8 +2,12 @@
 //! where the evidence came from), so that the CLI's `score`, the Python
 //! package and the server's `/v1` answers read the same.
 
-use progscore_scoring::Score;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
 use progscore_scoring::evidence::ScoreStatus;
+use progscore_scoring::{ReasonKind, Score};
 
 /// `true`, `false` or `undetermined`.
 pub fn verdict_word(status: ScoreStatus, value: Option<bool>) -> String {
@@ -38,4 +42,111 @@ pub fn result_line(score: &Score, rescore: Option<(bool, Option<String>)>) -> se
         line["previous"] = previous.map_or(serde_json::Value::Null, serde_json::Value::String);
     }
     line
+}
+
+/// What a batch came to: verdicts by kind, and what was not scored.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// Verdicts true.
+    pub trues: usize,
+    /// Verdicts false.
+    pub falses: usize,
+    /// Verdicts undetermined.
+    pub undetermined: usize,
+    /// Items that failed (not a verdict).
+    pub errors: usize,
+    /// Items cancelled before their end.
+    pub cancelled: usize,
+    /// Refused by the sandbox (a profile that cannot run, an engine gone).
+    pub not_scored: usize,
+    /// Undetermined verdicts by kind: how many, and the first reason seen.
+    pub reasons: BTreeMap<ReasonKind, (usize, String)>,
+}
+
+impl Summary {
+    /// Counts a score's verdict.
+    pub fn add(&mut self, score: &Score) {
+        match score.value {
+            Some(true) => self.trues += 1,
+            Some(false) => self.falses += 1,
+            None => {
+                self.undetermined += 1;
+                // Grouped by kind: reasons name containers and figures.
+                let kind = score.reason_kind.unwrap_or(ReasonKind::SandboxError);
+                let example = score
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| score.rationale.clone());
+                self.reasons.entry(kind).or_insert((0, example)).0 += 1;
+            }
+        }
+    }
+
+    /// Items with a verdict.
+    pub fn scored(&self) -> usize {
+        self.trues + self.falses + self.undetermined
+    }
+
+    /// Items finished one way or another.
+    pub fn done(&self) -> usize {
+        self.scored() + self.errors + self.not_scored
+    }
+
+    /// The summary as the CLI prints it on stderr.
+    pub fn render(&self, wall: Duration, bad_lines: usize) -> String {
+        let mut out = String::new();
+        let secs = wall.as_secs_f64().max(1e-9);
+        out.push('\n');
+        let _ = writeln!(out, "  {:<14} {:>7}", "true", self.trues);
+        let _ = writeln!(out, "  {:<14} {:>7}", "false", self.falses);
+        let _ = writeln!(out, "  {:<14} {:>7}", "undetermined", self.undetermined);
+        if self.errors > 0 {
+            let _ = writeln!(out, "  {:<14} {:>7}", "errors", self.errors);
+        }
+        if bad_lines > 0 {
+            let _ = writeln!(out, "  {:<14} {:>7}", "bad lines", bad_lines);
+        }
+        if self.cancelled + self.not_scored > 0 {
+            let _ = writeln!(
+                out,
+                "  {:<14} {:>7}",
+                "not scored",
+                self.cancelled + self.not_scored
+            );
+        }
+        let _ = writeln!(out, "  {:<14} {:>7.2} s", "wall time", secs);
+        let _ = writeln!(
+            out,
+            "  {:<14} {:>7.2}",
+            "programs/s",
+            self.scored() as f64 / secs
+        );
+        if !self.reasons.is_empty() {
+            let mut reasons: Vec<_> = self.reasons.iter().collect();
+            reasons.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.0.cmp(b.0)));
+            let _ = writeln!(out, "  undetermined, by reason:");
+            for (kind, (count, example)) in reasons {
+                let _ = writeln!(
+                    out,
+                    "    {count:>5}  {} (e.g. {})",
+                    kind.describe(),
+                    shorten(example, 160)
+                );
+            }
+        }
+        out
+    }
+
+    /// The summary on stderr.
+    pub fn print(&self, wall: Duration, bad_lines: usize) {
+        eprint!("{}", self.render(wall, bad_lines));
+    }
+}
+
+/// The first `max` characters of `text`, marked when cut.
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }

@@ -213,6 +213,11 @@ pub enum SandboxError {
     /// Any other fault before the run started (workspace creation, ...).
     #[error("sandbox setup failed: {message}")]
     Setup { message: String },
+    /// Another machine's backend refused the request or could not answer
+    /// (the message names the node); `transient` when retrying later may
+    /// succeed (an engine away, a node lost) rather than a setting to fix.
+    #[error("{message}")]
+    Remote { message: String, transient: bool },
 }
 
 impl SandboxError {
@@ -252,7 +257,12 @@ impl SandboxError {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            SandboxError::EngineUnavailable { .. } | SandboxError::Setup { .. }
+            SandboxError::EngineUnavailable { .. }
+                | SandboxError::Setup { .. }
+                | SandboxError::Remote {
+                    transient: true,
+                    ..
+                }
         )
     }
 }

@@ -1,14 +1,12 @@
 //! What a batch command shows: result lines, the progress bar, the summary.
 
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
-use progscore_scoring::{ReasonKind, Score};
 
-pub(super) use progscore_runtime::results::{result_line, verdict_word};
+pub(super) use progscore_runtime::results::{Summary, result_line, verdict_word};
 
 /// Where result lines go.
 pub(super) struct Output {
@@ -38,93 +36,6 @@ impl Output {
     pub(super) fn flush(&mut self) -> anyhow::Result<()> {
         self.writer.flush()?;
         Ok(())
-    }
-}
-
-#[derive(Default)]
-pub(super) struct Summary {
-    pub(super) trues: usize,
-    pub(super) falses: usize,
-    pub(super) undetermined: usize,
-    pub(super) errors: usize,
-    pub(super) cancelled: usize,
-    /// Refused by the sandbox (a profile that cannot run, an engine gone).
-    pub(super) not_scored: usize,
-    /// Undetermined verdicts by kind: how many, and the first reason seen.
-    pub(super) reasons: BTreeMap<ReasonKind, (usize, String)>,
-}
-
-impl Summary {
-    pub(super) fn add(&mut self, score: &Score) {
-        match score.value {
-            Some(true) => self.trues += 1,
-            Some(false) => self.falses += 1,
-            None => {
-                self.undetermined += 1;
-                // Grouped by kind: reasons name containers and figures.
-                let kind = score.reason_kind.unwrap_or(ReasonKind::SandboxError);
-                let example = score
-                    .reason
-                    .clone()
-                    .unwrap_or_else(|| score.rationale.clone());
-                self.reasons.entry(kind).or_insert((0, example)).0 += 1;
-            }
-        }
-    }
-
-    pub(super) fn scored(&self) -> usize {
-        self.trues + self.falses + self.undetermined
-    }
-
-    pub(super) fn done(&self) -> usize {
-        self.scored() + self.errors + self.not_scored
-    }
-
-    pub(super) fn print(&self, wall: Duration, bad_lines: usize) {
-        let secs = wall.as_secs_f64().max(1e-9);
-        eprintln!();
-        eprintln!("  {:<14} {:>7}", "true", self.trues);
-        eprintln!("  {:<14} {:>7}", "false", self.falses);
-        eprintln!("  {:<14} {:>7}", "undetermined", self.undetermined);
-        if self.errors > 0 {
-            eprintln!("  {:<14} {:>7}", "errors", self.errors);
-        }
-        if bad_lines > 0 {
-            eprintln!("  {:<14} {:>7}", "bad lines", bad_lines);
-        }
-        if self.cancelled + self.not_scored > 0 {
-            eprintln!(
-                "  {:<14} {:>7}",
-                "not scored",
-                self.cancelled + self.not_scored
-            );
-        }
-        eprintln!("  {:<14} {:>7.2} s", "wall time", secs);
-        eprintln!(
-            "  {:<14} {:>7.2}",
-            "programs/s",
-            self.scored() as f64 / secs
-        );
-        if !self.reasons.is_empty() {
-            let mut reasons: Vec<_> = self.reasons.iter().collect();
-            reasons.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.0.cmp(b.0)));
-            eprintln!("  undetermined, by reason:");
-            for (kind, (count, example)) in reasons {
-                eprintln!(
-                    "    {count:>5}  {} (e.g. {})",
-                    kind.describe(),
-                    shorten(example, 160)
-                );
-            }
-        }
-    }
-}
-
-/// The first `max` characters of `text`, marked when cut.
-fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
     }
 }
 

@@ -1,0 +1,640 @@
+"""progscore on a Ray cluster: programs spread over the cluster's nodes, the
+evidence and the verdicts kept by the driver.
+
+The driver (the process that calls ``score_many_async``, or ``python -m
+progscore.ray score``) keeps the scorer and the single SQLite store: attempt
+keys, observation ids and verdicts are made there exactly as for a local run,
+so a rerun on the cluster reuses what any node already ran. Each node runs
+one progscore runtime, a named Ray actor placed on it, which runs programs on
+that node's own backends (Docker, OCI or WASI, as its config says) and
+returns only the run, never a verdict.
+
+- **Capacity.** A node's runtime takes at most ``capacity`` programs at once
+  (the actor's ``max_concurrency``: 3 per CPU Ray counts on the node, as
+  ``progscore score --jobs``). The runtimes are shared by every driver of
+  the cluster (one per node and config, found by name), so the cap holds
+  for the cluster as a whole, whatever the callers do.
+- **Consistency.** Before a profile's first program, every node checks it;
+  a node that cannot run it (no engine, missing image) gets none of its
+  programs, and nodes that resolve it differently (another runtime version)
+  are left out too, so that one attempt key never stands for two setups.
+- **Faults.** A node lost mid-run (its raylet or worker killed) gives no
+  result: its programs run again on another node, and nothing of the lost
+  run is stored. Cancelling a score (Ctrl-C, SIGTERM of the CLI) cancels its
+  run on the node, which removes its containers before the call ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from . import (
+    ProgscoreError,
+    SandboxRefusedError,
+    Score,
+    ScoringItem,
+    _bytes_from_json,
+    _native,
+    _run,
+)
+
+__all__ = ["NAMESPACE", "NODE_CONFIG_ENV", "NodeStats", "RayScorer", "score_many", "score_many_async", "stop_runtimes"]
+
+NAMESPACE = "progscore"
+"""The Ray namespace of progscore's node runtimes."""
+
+NODE_CONFIG_ENV = "PROGSCORE_RAY_NODE_CONFIG"
+"""Set in a node's environment (its raylet's), the config its runtime loads
+instead of the driver's path."""
+
+# How long a cancelled run may take to end on its node (its cleanup) before
+# the driver stops waiting for it.
+_CANCEL_GRACE_S = 60.0
+
+# What Ray raises when the process or node that ran a call is gone: the call
+# gave nothing, and runs again elsewhere.
+_LOST = (
+    ray.exceptions.RayActorError,
+    ray.exceptions.WorkerCrashedError,
+    ray.exceptions.NodeDiedError,
+    ray.exceptions.ObjectLostError,
+    ray.exceptions.OwnerDiedError,
+)
+
+
+class _NodeRuntime:
+    """progscore's runtime on one node (a Ray actor): answers the driver's
+    requests from this node's own backends."""
+
+    def __init__(self, config_path: str, capacity: int) -> None:
+        # A node may keep its config elsewhere (NODE_CONFIG_ENV in the
+        # node's environment); its preflight proves it equivalent.
+        self._config_path = os.environ.get(NODE_CONFIG_ENV, config_path)
+        self._client = _native.NativeClient.from_config(self._config_path)
+        self._capacity = capacity
+        self._running = 0
+        self._peak = 0
+        self._served = 0
+
+    async def serve(self, request_json: str) -> str:
+        self._running += 1
+        self._peak = max(self._peak, self._running)
+        try:
+            return await _run(lambda waker: self._client.start_serve(waker, request_json))
+        finally:
+            self._running -= 1
+            self._served += 1
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "capacity": self._capacity,
+            "running": self._running,
+            "peak": self._peak,
+            "served": self._served,
+            "pid": os.getpid(),
+            "config": self._config_path,
+        }
+
+
+@dataclass(frozen=True)
+class NodeStats:
+    """What one node's runtime has done since it started (shared by all
+    drivers): programs running now, the most it ever ran at once, requests
+    answered."""
+
+    node_id: str
+    capacity: int
+    running: int
+    peak: int
+    served: int
+    pid: int
+
+
+@dataclass
+class _Node:
+    node_id: str
+    capacity: int
+    actor: Any
+    in_flight: int = 0
+    lost: Optional[str] = None
+    # Per profile: the preflight reply, or why this node cannot run it.
+    checked: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _config_digest(config_path: str) -> str:
+    with open(config_path, "rb") as config:
+        return hashlib.sha256(config.read()).hexdigest()[:16]
+
+
+def _say(message: str) -> None:
+    print(f"progscore.ray: {message}", file=sys.stderr, flush=True)
+
+
+class _Cluster:
+    """The node runtimes one driver uses, and where each request goes."""
+
+    def __init__(self, config_path: str, jobs_per_node: Optional[int]) -> None:
+        self._config_path = os.path.abspath(config_path)
+        self._jobs_per_node = jobs_per_node
+        self.nodes: list[_Node] = []
+        self._preflights: dict[str, asyncio.Future[str]] = {}
+
+    def start(self) -> None:
+        """Finds (or places) one runtime on every alive node with CPUs."""
+        digest = _config_digest(self._config_path)
+        runtime_class = ray.remote(_NodeRuntime)
+        for node in ray.nodes():
+            cpus = int(node.get("Resources", {}).get("CPU", 0))
+            if not node.get("Alive") or cpus <= 0:
+                continue
+            node_id = str(node["NodeID"])
+            capacity = self._jobs_per_node or _native.jobs_for_cores(cpus)
+            actor = runtime_class.options(  # type: ignore[attr-defined]
+                name=f"progscore-{digest}-{node_id[:16]}",
+                namespace=NAMESPACE,
+                lifetime="detached",
+                get_if_exists=True,
+                max_concurrency=capacity,
+                max_restarts=0,
+                num_cpus=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+            ).remote(self._config_path, capacity)
+            self.nodes.append(_Node(node_id=node_id, capacity=capacity, actor=actor))
+        if not self.nodes:
+            raise ProgscoreError("the Ray cluster has no alive node with CPUs to run programs on")
+
+    @property
+    def capacity(self) -> int:
+        return sum(node.capacity for node in self.nodes if node.lost is None)
+
+    async def handle(self, request_json: str) -> str:
+        request = json.loads(request_json)
+        profile = str(request.get("profile"))
+        if request.get("kind") == "preflight":
+            return await self.preflight(profile)
+        return await self.execute(profile, request_json)
+
+    def preflight(self, profile: str) -> asyncio.Future[str]:
+        """The profile's preflight, asked of every node once per driver."""
+        known = self._preflights.get(profile)
+        if known is None:
+            known = self._preflights[profile] = asyncio.ensure_future(self._preflight(profile))
+        return known
+
+    async def _preflight(self, profile: str) -> str:
+        request = json.dumps({"kind": "preflight", "profile": profile})
+        alive = [node for node in self.nodes if node.lost is None]
+
+        async def ask(node: _Node) -> dict[str, Any]:
+            try:
+                reply: dict[str, Any] = json.loads(await node.actor.serve.remote(request))
+            except _LOST as error:
+                self._lose(node, error)
+                reply = {"kind": "refused", "message": f"node lost: {error}", "transient": True}
+            except ray.exceptions.RayTaskError as error:
+                reply = {"kind": "refused", "message": str(error), "transient": False}
+            node.checked[profile] = reply
+            return reply
+
+        replies = await asyncio.gather(*(ask(node) for node in alive))
+        groups: dict[str, list[_Node]] = {}
+        for node, reply in zip(alive, replies):
+            if reply.get("kind") == "preflight":
+                key = json.dumps(reply["fingerprint"], sort_keys=True)
+                groups.setdefault(key, []).append(node)
+        if not groups:
+            reasons = "; ".join(f"node {n.node_id[:12]}: {r.get('message')}" for n, r in zip(alive, replies))
+            transient = all(bool(r.get("transient")) for r in replies)
+            return json.dumps(
+                {
+                    "kind": "refused",
+                    "message": f"no node of the cluster can run profile `{profile}`: {reasons}",
+                    "transient": transient,
+                }
+            )
+        # The setup most of the capacity resolves to stands for the profile.
+        chosen = max(groups.values(), key=lambda nodes: sum(n.capacity for n in nodes))
+        for node, reply in zip(alive, replies):
+            if node in chosen:
+                continue
+            if reply.get("kind") == "preflight":
+                why = "it resolves the profile differently from the other nodes (its attempts would not be the same)"
+                node.checked[profile] = {"kind": "refused", "message": why, "transient": False}
+            else:
+                why = str(reply.get("message"))
+            _say(f"node {node.node_id[:12]} cannot run profile `{profile}`: {why}; it gets none of its programs")
+        return json.dumps(node_reply(chosen[0].checked[profile]))
+
+    def _eligible(self, profile: str) -> list[_Node]:
+        return [
+            node
+            for node in self.nodes
+            if node.lost is None and node.checked.get(profile, {}).get("kind") == "preflight"
+        ]
+
+    def _lose(self, node: _Node, error: BaseException) -> None:
+        if node.lost is None:
+            node.lost = str(error).splitlines()[0] if str(error) else type(error).__name__
+            _say(f"node {node.node_id[:12]} lost ({type(error).__name__}); its programs run again on the other nodes")
+
+    async def execute(self, profile: str, request_json: str) -> str:
+        await self.preflight(profile)
+        while True:
+            nodes = self._eligible(profile)
+            if not nodes:
+                lost = "; ".join(f"node {n.node_id[:12]}: {n.lost}" for n in self.nodes if n.lost)
+                return json.dumps(
+                    {
+                        "kind": "refused",
+                        "message": f"no node of the cluster can run profile `{profile}` any more ({lost or 'none passed its preflight'})",
+                        "transient": True,
+                    }
+                )
+            node = min(nodes, key=lambda n: n.in_flight / n.capacity)
+            node.in_flight += 1
+            call = node.actor.serve.remote(request_json)
+            try:
+                return str(await _cancellable(call))
+            except _LOST as error:
+                # Nothing of the lost run is used: it runs again elsewhere.
+                self._lose(node, error)
+            except ray.exceptions.RayTaskError as error:
+                return json.dumps({"kind": "refused", "message": f"node {node.node_id[:12]}: {error}", "transient": True})
+            finally:
+                node.in_flight -= 1
+
+
+def node_reply(reply: dict[str, Any]) -> dict[str, Any]:
+    """A node's preflight reply as the driver hands it on."""
+    return {"kind": "preflight", "fingerprint": reply["fingerprint"], "detail": reply.get("detail", "")}
+
+
+async def _cancellable(call: Any) -> Any:
+    """Awaits a Ray call; cancelled, it cancels the call on its node and
+    waits (boundedly) for it to end there: the node's runtime removes the
+    run's containers before its call ends."""
+    try:
+        return await asyncio.shield(asyncio.ensure_future(call))
+    except asyncio.CancelledError:
+        ray.cancel(call)
+        try:
+            await asyncio.wait_for(asyncio.shield(asyncio.ensure_future(call)), _CANCEL_GRACE_S)
+        except BaseException:
+            pass
+        raise
+
+
+class _Dispatcher:
+    """Takes the scorer's requests off the desk (on the loop's thread) and
+    sends each to a node; a request its caller stopped waiting for is
+    cancelled on its node."""
+
+    def __init__(self, desk: _native.NativeDesk, cluster: _Cluster) -> None:
+        self._desk = desk
+        self._cluster = cluster
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+
+    def attach(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self._desk.fileno(), self._take)
+
+    def _take(self) -> None:
+        assert self._loop is not None
+        for request_id, request in self._desk.take():
+            if request is None:
+                task = self._tasks.get(request_id)
+                if task is not None:
+                    task.cancel()
+                continue
+            self._tasks[request_id] = self._loop.create_task(self._dispatch(request_id, request))
+
+    async def _dispatch(self, request_id: int, request: str) -> None:
+        try:
+            reply = await self._cluster.handle(request)
+            self._desk.answer(request_id, reply)
+        except asyncio.CancelledError:
+            pass
+        except Exception as error:  # noqa: BLE001 - any fault refuses the request, never a verdict
+            self._desk.refuse(request_id, f"progscore.ray: {type(error).__name__}: {error}", True)
+        finally:
+            self._tasks.pop(request_id, None)
+
+    async def close(self) -> None:
+        """Stops taking requests once every one in flight has ended (a
+        cancelled one after its cleanup on its node)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+        if self._loop is not None:
+            self._loop.remove_reader(self._desk.fileno())
+
+
+class RayScorer:
+    """Scores programs on a Ray cluster into one store (see the module's
+    doc). Use as ``async with RayScorer(config=...) as scorer``."""
+
+    def __init__(
+        self,
+        *,
+        config: Union[str, os.PathLike[str]],
+        store: Union[str, os.PathLike[str], None] = None,
+        address: Optional[str] = None,
+        jobs_per_node: Optional[int] = None,
+    ) -> None:
+        self._config = os.fspath(config)
+        if not ray.is_initialized():
+            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="warning")
+        client, desk, store_path = _native.NativeClient.remote_from_config(self._config)
+        self._store = _native.NativeStore(os.fspath(store) if store is not None else store_path)
+        self._scorer = _native.NativeScorer(client, self._store)
+        self._cluster = _Cluster(self._config, jobs_per_node)
+        self._dispatcher = _Dispatcher(desk, self._cluster)
+
+    async def __aenter__(self) -> RayScorer:
+        self._cluster.start()
+        self._dispatcher.attach()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self._dispatcher.close()
+
+    @property
+    def capacity(self) -> int:
+        """Programs the cluster's nodes run at once, in all."""
+        return self._cluster.capacity
+
+    async def preflight(self, profile: str) -> str:
+        """Checks a profile on every node; raises ``SandboxRefusedError``
+        when no node can run it."""
+        return await _run(lambda waker: self._scorer.start_preflight(waker, profile))
+
+    async def score_item(
+        self,
+        summary: _native.NativeSummary,
+        program: bytes,
+        expectation_json: str,
+        item_id: str,
+        fresh: bool = False,
+    ) -> dict[str, Any]:
+        """Scores one item; ``{"score": ..., "line": result line}``."""
+        result = await _run(
+            lambda waker: self._scorer.start_score_item(waker, summary, program, expectation_json, item_id, fresh)
+        )
+        parsed: dict[str, Any] = json.loads(result)
+        return parsed
+
+    async def score_many_async(
+        self, items: Iterable[ScoringItem], *, fresh: bool = False
+    ) -> list[Union[Score, ProgscoreError]]:
+        """As ``ProgramExecutionScorer.score_many_async``, on the cluster."""
+        items = list(items)
+        gate = asyncio.Semaphore(max(1, self.capacity))
+        summary = _native.NativeSummary()
+
+        async def one(index: int, item: ScoringItem) -> Union[Score, ProgscoreError]:
+            async with gate:
+                try:
+                    item_id = item.item_id if item.item_id is not None else str(index)
+                    result = await self.score_item(
+                        summary, item.scorable._bytes(), item.expectation._json(), item_id, fresh
+                    )
+                except ProgscoreError as error:
+                    return error
+                return Score._from_json(result["score"])
+
+        return list(await asyncio.gather(*(one(index, item) for index, item in enumerate(items))))
+
+    async def node_stats(self) -> list[NodeStats]:
+        """Each node's runtime's figures (``NodeStats``), lost nodes left out."""
+        stats = []
+        for node in self._cluster.nodes:
+            if node.lost is None:
+                try:
+                    value = await node.actor.stats.remote()
+                except _LOST:
+                    continue
+                stats.append(NodeStats(**{k: value[k] for k in NodeStats.__dataclass_fields__}))
+        return stats
+
+
+async def score_many_async(
+    items: Iterable[ScoringItem],
+    *,
+    config: Union[str, os.PathLike[str]],
+    store: Union[str, os.PathLike[str], None] = None,
+    address: Optional[str] = None,
+    jobs_per_node: Optional[int] = None,
+    fresh: bool = False,
+) -> list[Union[Score, ProgscoreError]]:
+    """Scores many programs on the Ray cluster at ``address`` (or the one
+    this process already joined), recorded in ``store`` (the config's store
+    by default). The results come in the items' order, a refused item as
+    its error."""
+    async with RayScorer(config=config, store=store, address=address, jobs_per_node=jobs_per_node) as scorer:
+        return await scorer.score_many_async(items, fresh=fresh)
+
+
+def score_many(
+    items: Iterable[ScoringItem],
+    *,
+    config: Union[str, os.PathLike[str]],
+    store: Union[str, os.PathLike[str], None] = None,
+    address: Optional[str] = None,
+    jobs_per_node: Optional[int] = None,
+    fresh: bool = False,
+) -> list[Union[Score, ProgscoreError]]:
+    """The synchronous twin of ``score_many_async``."""
+    return asyncio.run(
+        score_many_async(items, config=config, store=store, address=address, jobs_per_node=jobs_per_node, fresh=fresh)
+    )
+
+
+def stop_runtimes(address: Optional[str] = None) -> int:
+    """Ends every progscore node runtime of the cluster (they hold nothing
+    between calls; the next driver places them again). Returns how many."""
+    if not ray.is_initialized():
+        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="warning")
+    from ray.util import list_named_actors
+
+    stopped = 0
+    for entry in list_named_actors(all_namespaces=True):
+        if entry.get("namespace") == NAMESPACE and str(entry.get("name", "")).startswith("progscore-"):
+            ray.kill(ray.get_actor(entry["name"], namespace=NAMESPACE))
+            stopped += 1
+    return stopped
+
+
+# ---------------------------------------------------------------- the command
+
+
+_EXIT_OK, _EXIT_FAILED, _EXIT_ERROR, _EXIT_UNAVAILABLE = 0, 1, 2, 3
+
+
+async def _score_batch(args: argparse.Namespace) -> int:
+    loop = asyncio.get_running_loop()
+    received: list[signal.Signals] = []
+    main = asyncio.current_task()
+    assert main is not None
+
+    def interrupted(signum: signal.Signals) -> None:
+        if not received:
+            received.append(signum)
+            main.cancel()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, interrupted, signum)
+
+    scorer = RayScorer(config=args.config, store=args.store, address=args.address, jobs_per_node=args.jobs_per_node)
+    items_json, bad_lines = scorer._scorer.prepare_batch(os.fspath(args.batch))
+    for line in bad_lines:
+        print(f"progscore: {line}", file=sys.stderr)
+    if args.strict and bad_lines:
+        print(f"progscore: --strict: nothing scored ({len(bad_lines)} bad line(s))", file=sys.stderr)
+        return _EXIT_ERROR
+    items: list[dict[str, Any]] = json.loads(items_json)
+    summary = _native.NativeSummary()
+    out = open(args.out, "w") if args.out else sys.stdout
+    started = time.monotonic()
+    stopped: Optional[str] = None
+    try:
+        async with scorer:
+            # Every profile is checked before anything runs; a profile no
+            # node can run is not scored, and nothing of it is stored.
+            refused: dict[str, str] = {}
+            for profile in sorted({str(item["profile"]) for item in items}):
+                try:
+                    await scorer.preflight(profile)
+                except SandboxRefusedError as error:
+                    refused[profile] = str(error)
+            for profile, why in refused.items():
+                count = sum(1 for item in items if item["profile"] == profile)
+                print(
+                    f"progscore: profile `{profile}` cannot run here: {why}\n"
+                    f"  {count} item(s) of it not scored; nothing was stored for them",
+                    file=sys.stderr,
+                )
+                for _ in range(count):
+                    summary.add_not_scored()
+            gate = asyncio.Semaphore(max(1, scorer.capacity))
+
+            async def one(item: dict[str, Any]) -> None:
+                nonlocal stopped
+                async with gate:
+                    if stopped is not None:
+                        summary.add_not_scored()
+                        return
+                    try:
+                        result = await scorer.score_item(
+                            summary,
+                            _bytes_from_json(item["program"]),
+                            json.dumps(item["expectation"]),
+                            str(item["id"]),
+                            args.fresh,
+                        )
+                    except SandboxRefusedError as error:
+                        summary.add_not_scored()
+                        print(f"progscore: item {item['id']}: not scored: {error}", file=sys.stderr)
+                        return
+                    except ProgscoreError as error:
+                        summary.add_error()
+                        print(f"progscore: item {item['id']}: {error}", file=sys.stderr)
+                        return
+                    out.write(json.dumps(result["line"]) + "\n")
+                    out.flush()
+
+            work = [asyncio.ensure_future(one(item)) for item in items if item["profile"] not in refused]
+            try:
+                await asyncio.gather(*work)
+            except asyncio.CancelledError:
+                for task in work:
+                    task.cancel()
+                # Each cancelled score ends after its run's cleanup on its node.
+                await asyncio.gather(*work, return_exceptions=True)
+                for task in work:
+                    if task.cancelled():
+                        summary.add_cancelled()
+    except asyncio.CancelledError:
+        pass
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    counts = summary.counts()
+    sys.stderr.write(summary.render(time.monotonic() - started, len(bad_lines)))
+    if received:
+        name = received[0].name
+        not_scored = counts["cancelled"] + counts["not_scored"]
+        print(
+            f"progscore: {name}: {not_scored} item(s) not scored; their containers were removed. "
+            "Run the same command again to continue.",
+            file=sys.stderr,
+        )
+        return 128 + int(received[0])
+    if counts["not_scored"] > 0:
+        return _EXIT_UNAVAILABLE
+    if bad_lines or counts["errors"] > 0:
+        return _EXIT_ERROR
+    failing = ("false" in args.fail_on and counts["false"] > 0) or (
+        "undetermined" in args.fail_on and counts["undetermined"] > 0
+    )
+    return _EXIT_FAILED if failing else _EXIT_OK
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m progscore.ray",
+        description="progscore on a Ray cluster: the same result lines and summary as `progscore score`.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    score = commands.add_parser("score", help="score a batch (one JSON item per line) on the cluster")
+    score.add_argument("batch", help="the batch file")
+    score.add_argument("--address", default=None, help="the Ray cluster (`auto`, or host:port; default: RAY_ADDRESS)")
+    score.add_argument(
+        "--config",
+        default=os.environ.get("PROGSCORE_CONFIG", "progscore.toml"),
+        help="progscore.toml (default: PROGSCORE_CONFIG, else ./progscore.toml); every node needs the same profiles",
+    )
+    score.add_argument("--store", default=None, help="the evidence store (default: the config's)")
+    score.add_argument("--out", default=None, help="write result lines here instead of stdout")
+    score.add_argument("--fresh", action="store_true", help="run again even where evidence is stored")
+    score.add_argument("--strict", action="store_true", help="stop at the first bad line")
+    score.add_argument(
+        "--jobs-per-node", type=int, default=None, help="programs at once per node (default: 3 per CPU Ray counts)"
+    )
+    score.add_argument(
+        "--fail-on", action="append", default=[], choices=["false", "undetermined"], help="exit 1 on this verdict"
+    )
+    stop = commands.add_parser("stop", help="end progscore's node runtimes on the cluster")
+    stop.add_argument("--address", default=None)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "stop":
+            print(f"stopped {stop_runtimes(args.address)} node runtime(s)", file=sys.stderr)
+            return _EXIT_OK
+        if args.jobs_per_node is not None and args.jobs_per_node < 1:
+            parser.error("--jobs-per-node must be at least 1")
+        return asyncio.run(_score_batch(args))
+    except ProgscoreError as error:
+        print(f"progscore: {error}", file=sys.stderr)
+        return _EXIT_ERROR
+
+
+if __name__ == "__main__":
+    # The package's module, not this __main__ copy: Ray finds the node
+    # runtime's class by its importable name.
+    from progscore.ray import main as _main
+
+    sys.exit(_main())
