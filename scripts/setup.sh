@@ -927,6 +927,27 @@ PY
     cp "$requirements" "$stamp"
 }
 
+# The Python package's test environment (maturin, pytest, mypy, and Ray for
+# progscore.ray and its cluster tests): a cached venv, so that a second run
+# installs nothing. scripts/test.sh builds the package into it.
+PYTHON_VENV="$CACHE_DIR/venv"
+ensure_python_test_env() {
+    local requirements="$REPO_ROOT/host/python/requirements-test.txt"
+    local stamp="$PYTHON_VENV/installed.txt"
+    if cmp -s "$requirements" "$stamp" && "$PYTHON_VENV/bin/python" -c 'import ray, pytest' 2>/dev/null; then
+        return
+    fi
+    log "installing the Python package's test environment (with Ray) into $PYTHON_VENV"
+    if ! "$PYTHON_VENV/bin/python" -c 'import sys' 2>/dev/null; then
+        python3 -c 'import ensurepip, venv' 2>/dev/null ||
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null
+        rm -rf "$PYTHON_VENV"
+        python3 -m venv "$PYTHON_VENV"
+    fi
+    "$PYTHON_VENV/bin/pip" install -q -r "$requirements"
+    cp "$requirements" "$stamp"
+}
+
 # The kernel's delay accounting: a program's block-I/O stalls (its binary
 # paged in from a busy disk) are then measured and given back like CPU waits
 # (see plugins/sandbox/src/timing.rs); without it a starved-looking timeout
@@ -952,6 +973,7 @@ main() {
     PROGSCORE_CACHE_DIR="$CACHE_DIR" bash "$REPO_ROOT/scripts/setup-wasi.sh"
     write_config
     ensure_serve_clients
+    ensure_python_test_env
     log "ready"
 }
 

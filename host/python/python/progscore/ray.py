@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -107,6 +108,8 @@ class _NodeRuntime:
             "served": self._served,
             "pid": os.getpid(),
             "config": self._config_path,
+            "docker_owner": self._client.docker_owner(),
+            "docker_workspaces": self._client.docker_workspaces(),
         }
 
 
@@ -122,6 +125,10 @@ class NodeStats:
     peak: int
     served: int
     pid: int
+    # The node's Docker containers' owner label and workspace folder (None
+    # without a Docker profile).
+    docker_owner: Optional[str] = None
+    docker_workspaces: Optional[str] = None
 
 
 @dataclass
@@ -147,23 +154,27 @@ def _say(message: str) -> None:
 class _Cluster:
     """The node runtimes one driver uses, and where each request goes."""
 
-    def __init__(self, config_path: str, jobs_per_node: Optional[int]) -> None:
+    def __init__(self, config_path: str, jobs_per_node: Optional[int], node_resource: Optional[str]) -> None:
         self._config_path = os.path.abspath(config_path)
         self._jobs_per_node = jobs_per_node
+        self._node_resource = node_resource
         self.nodes: list[_Node] = []
         self._preflights: dict[str, asyncio.Future[str]] = {}
 
     def start(self) -> None:
-        """Finds (or places) one runtime on every alive node with CPUs."""
+        """Finds (or places) one runtime on every alive node with CPUs (and
+        the node resource, when one is asked for)."""
         digest = _config_digest(self._config_path)
         runtime_class = ray.remote(_NodeRuntime)
-        for node in ray.nodes():
+        for node in ray.nodes():  # type: ignore[no-untyped-call]
             cpus = int(node.get("Resources", {}).get("CPU", 0))
             if not node.get("Alive") or cpus <= 0:
                 continue
+            if self._node_resource and node.get("Resources", {}).get(self._node_resource, 0) <= 0:
+                continue
             node_id = str(node["NodeID"])
             capacity = self._jobs_per_node or _native.jobs_for_cores(cpus)
-            actor = runtime_class.options(  # type: ignore[attr-defined]
+            actor = runtime_class.options(
                 name=f"progscore-{digest}-{node_id[:16]}",
                 namespace=NAMESPACE,
                 lifetime="detached",
@@ -175,7 +186,8 @@ class _Cluster:
             ).remote(self._config_path, capacity)
             self.nodes.append(_Node(node_id=node_id, capacity=capacity, actor=actor))
         if not self.nodes:
-            raise ProgscoreError("the Ray cluster has no alive node with CPUs to run programs on")
+            wanted = f" and the resource `{self._node_resource}`" if self._node_resource else ""
+            raise ProgscoreError(f"the Ray cluster has no alive node with CPUs{wanted} to run programs on")
 
     @property
     def capacity(self) -> int:
@@ -287,14 +299,15 @@ async def _cancellable(call: Any) -> Any:
     """Awaits a Ray call; cancelled, it cancels the call on its node and
     waits (boundedly) for it to end there: the node's runtime removes the
     run's containers before its call ends."""
+    future = asyncio.ensure_future(call)
     try:
-        return await asyncio.shield(asyncio.ensure_future(call))
+        return await asyncio.shield(future)
     except asyncio.CancelledError:
         ray.cancel(call)
-        try:
-            await asyncio.wait_for(asyncio.shield(asyncio.ensure_future(call)), _CANCEL_GRACE_S)
-        except BaseException:
-            pass
+        await asyncio.wait({future}, timeout=_CANCEL_GRACE_S)
+        if future.done() and not future.cancelled():
+            # Read, so that the node's cancellation is not reported as lost.
+            future.exception()
         raise
 
 
@@ -354,14 +367,15 @@ class RayScorer:
         store: Union[str, os.PathLike[str], None] = None,
         address: Optional[str] = None,
         jobs_per_node: Optional[int] = None,
+        node_resource: Optional[str] = None,
     ) -> None:
         self._config = os.fspath(config)
         if not ray.is_initialized():
-            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="warning")
+            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
         client, desk, store_path = _native.NativeClient.remote_from_config(self._config)
         self._store = _native.NativeStore(os.fspath(store) if store is not None else store_path)
         self._scorer = _native.NativeScorer(client, self._store)
-        self._cluster = _Cluster(self._config, jobs_per_node)
+        self._cluster = _Cluster(self._config, jobs_per_node, node_resource)
         self._dispatcher = _Dispatcher(desk, self._cluster)
 
     async def __aenter__(self) -> RayScorer:
@@ -376,6 +390,12 @@ class RayScorer:
     def capacity(self) -> int:
         """Programs the cluster's nodes run at once, in all."""
         return self._cluster.capacity
+
+    @property
+    def lost_nodes(self) -> dict[str, str]:
+        """The nodes lost during this scorer's work (node id: what was seen);
+        their programs ran again on the others."""
+        return {node.node_id: node.lost for node in self._cluster.nodes if node.lost is not None}
 
     async def preflight(self, profile: str) -> str:
         """Checks a profile on every node; raises ``SandboxRefusedError``
@@ -438,13 +458,16 @@ async def score_many_async(
     store: Union[str, os.PathLike[str], None] = None,
     address: Optional[str] = None,
     jobs_per_node: Optional[int] = None,
+    node_resource: Optional[str] = None,
     fresh: bool = False,
 ) -> list[Union[Score, ProgscoreError]]:
     """Scores many programs on the Ray cluster at ``address`` (or the one
     this process already joined), recorded in ``store`` (the config's store
     by default). The results come in the items' order, a refused item as
     its error."""
-    async with RayScorer(config=config, store=store, address=address, jobs_per_node=jobs_per_node) as scorer:
+    async with RayScorer(
+        config=config, store=store, address=address, jobs_per_node=jobs_per_node, node_resource=node_resource
+    ) as scorer:
         return await scorer.score_many_async(items, fresh=fresh)
 
 
@@ -455,11 +478,20 @@ def score_many(
     store: Union[str, os.PathLike[str], None] = None,
     address: Optional[str] = None,
     jobs_per_node: Optional[int] = None,
+    node_resource: Optional[str] = None,
     fresh: bool = False,
 ) -> list[Union[Score, ProgscoreError]]:
     """The synchronous twin of ``score_many_async``."""
     return asyncio.run(
-        score_many_async(items, config=config, store=store, address=address, jobs_per_node=jobs_per_node, fresh=fresh)
+        score_many_async(
+            items,
+            config=config,
+            store=store,
+            address=address,
+            jobs_per_node=jobs_per_node,
+            node_resource=node_resource,
+            fresh=fresh,
+        )
     )
 
 
@@ -467,7 +499,7 @@ def stop_runtimes(address: Optional[str] = None) -> int:
     """Ends every progscore node runtime of the cluster (they hold nothing
     between calls; the next driver places them again). Returns how many."""
     if not ray.is_initialized():
-        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="warning")
+        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
     from ray.util import list_named_actors
 
     stopped = 0
@@ -495,10 +527,16 @@ async def _score_batch(args: argparse.Namespace) -> int:
             received.append(signum)
             main.cancel()
 
+    scorer = RayScorer(
+        config=args.config,
+        store=args.store,
+        address=args.address,
+        jobs_per_node=args.jobs_per_node,
+        node_resource=args.node_resource,
+    )
+    # After joining the cluster: ray.init installs its own handlers.
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, interrupted, signum)
-
-    scorer = RayScorer(config=args.config, store=args.store, address=args.address, jobs_per_node=args.jobs_per_node)
     items_json, bad_lines = scorer._scorer.prepare_batch(os.fspath(args.batch))
     for line in bad_lines:
         print(f"progscore: {line}", file=sys.stderr)
@@ -613,6 +651,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     score.add_argument("--strict", action="store_true", help="stop at the first bad line")
     score.add_argument(
         "--jobs-per-node", type=int, default=None, help="programs at once per node (default: 3 per CPU Ray counts)"
+    )
+    score.add_argument(
+        "--node-resource",
+        default=None,
+        help="only nodes with this Ray resource run programs (e.g. a worker group started with --resources)",
     )
     score.add_argument(
         "--fail-on", action="append", default=[], choices=["false", "undetermined"], help="exit 1 on this verdict"

@@ -1,0 +1,295 @@
+"""progscore.ray on a real Ray cluster on this machine: a head (no CPUs, so
+no programs) and two worker nodes, each its own raylet. What a user of a
+cluster would notice: programs on both nodes with every verdict right, a
+rerun that reuses the evidence, a node killed mid-batch, a driver stopped
+by SIGTERM, two drivers at once under one cap, a node that cannot run a
+profile."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pathlib
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from progscore import (  # noqa: E402
+    ContentScorable,
+    Equals,
+    ProgramBehaves,
+    ProgramCase,
+    ProgramInvocation,
+    ProgramResult,
+    Score,
+    ScoringExpectation,
+    ScoringItem,
+)
+from progscore.ray import NAMESPACE, NODE_CONFIG_ENV, NodeStats, RayScorer  # noqa: E402
+
+from conftest import REPO, containers  # noqa: E402
+
+JOBS_PER_NODE = 2
+# Enough 8 s programs that both nodes are still running some when the
+# driver is stopped.
+SIGTERM_ITEMS = 48
+
+
+@pytest.fixture
+def cluster() -> Iterator[tuple[Cluster, list[Any]]]:
+    """A head without CPUs and two one-CPU worker nodes; this process is
+    the driver."""
+    cluster = Cluster(
+        initialize_head=True,
+        connect=True,
+        head_node_args={"num_cpus": 0, "include_dashboard": False},
+    )
+    workers = [cluster.add_node(num_cpus=1) for _ in range(2)]
+    cluster.wait_for_nodes()
+    try:
+        yield cluster, workers
+    finally:
+        ray.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]
+
+
+def sleeper(index: int, seconds: float) -> ScoringItem:
+    """A right program that takes ``seconds`` (each its own attempt)."""
+    program = f"import sys, time\n# item {index}\ntime.sleep(float(sys.argv[1]))\nprint('ok')\n"
+    case = ProgramCase(
+        invocation=ProgramInvocation(arguments=(str(seconds),)),
+        expected=ProgramResult(stdout=Equals(value="ok")),
+    )
+    expectation = ScoringExpectation(conditions=[ProgramBehaves(runtime_profile_name="python", cases=[case])])
+    return ScoringItem(scorable=ContentScorable(value=program), expectation=expectation, item_id=f"sleeper-{index}")
+
+
+def observations(store: pathlib.Path) -> list[str]:
+    with sqlite3.connect(store) as db:
+        return [row[0] for row in db.execute("SELECT id FROM observations")]
+
+
+async def stats_of_every_node() -> list[NodeStats]:
+    from ray.util import list_named_actors
+
+    found = []
+    for entry in list_named_actors(all_namespaces=True):
+        if entry["namespace"] == NAMESPACE:
+            value = await ray.get_actor(entry["name"], namespace=NAMESPACE).stats.remote()
+            found.append(NodeStats(**{k: value[k] for k in NodeStats.__dataclass_fields__}))
+    return found
+
+
+def expected_verdicts() -> dict[str, str]:
+    verdicts = {}
+    for line in (REPO / "examples" / "expected-verdicts.txt").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and not line.startswith("#"):
+            verdicts[parts[0]] = parts[1]
+    return verdicts
+
+
+def run_cli(config: pathlib.Path, address: str, batch: pathlib.Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "progscore.ray", "score", str(batch), "--address", address, "--config", str(config), *extra],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def verdicts_of(stdout: str) -> dict[str, str]:
+    words = {True: "true", False: "false", None: "undetermined"}
+    return {line["id"]: words[line["value"]] for line in map(json.loads, stdout.splitlines())}
+
+
+async def test_the_example_batch_runs_on_both_workers_with_every_verdict_right_and_a_rerun_reuses_it(
+    cluster: tuple[Cluster, list[Any]], config: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    head, _ = cluster
+    batch = REPO / "examples" / "batch.jsonl"
+    first = run_cli(config, head.address, batch)
+    assert first.returncode == 0, first.stderr
+    assert verdicts_of(first.stdout) == expected_verdicts()
+    # The same summary as `progscore score`.
+    assert "  true                19" in first.stderr, first.stderr
+    assert "programs/s" in first.stderr
+    served = {stats.node_id: stats.served for stats in await stats_of_every_node()}
+    assert len(served) == 2 and all(count > 0 for count in served.values()), served
+
+    stored = observations(tmp_path / "evidence.db")
+    again = run_cli(config, head.address, batch)
+    assert again.returncode == 0, again.stderr
+    assert verdicts_of(again.stdout) == expected_verdicts()
+    assert {line["evidence"] for line in map(json.loads, again.stdout.splitlines())} == {"stored"}
+    assert sorted(observations(tmp_path / "evidence.db")) == sorted(stored), "a rerun stores nothing new"
+    # Only preflights reached the nodes the second time.
+    after = {stats.node_id: stats.served for stats in await stats_of_every_node()}
+    assert sum(after.values()) - sum(served.values()) <= 2 * 4, (served, after)
+
+
+async def test_a_worker_killed_mid_batch_leaves_no_false_and_no_duplicate_and_the_batch_completes(
+    cluster: tuple[Cluster, list[Any]], config: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    head, workers = cluster
+    items = [sleeper(index, 2.0) for index in range(16)]
+    async with RayScorer(config=config, jobs_per_node=JOBS_PER_NODE) as scorer:
+        batch = asyncio.ensure_future(scorer.score_many_async(items))
+        # Wait until the first worker's runtime is running programs.
+        victim_id = workers[0].node_id
+        while True:
+            stats = {s.node_id: s for s in await scorer.node_stats()}
+            if victim_id in stats and stats[victim_id].running > 0:
+                break
+            await asyncio.sleep(0.1)
+        victim_owner = stats[victim_id].docker_owner
+        head.remove_node(workers[0], allow_graceful=False)
+        results = await batch
+        assert list(scorer.lost_nodes) == [victim_id], "the killed node's runs failed and ran again"
+
+    assert all(isinstance(result, Score) for result in results), results
+    values = [result.value for result in results if isinstance(result, Score)]
+    assert False not in values, [r for r in results]
+    assert values.count(True) == len(items), [(r.item_id, r.value, r.reason) for r in results if isinstance(r, Score)]
+    ids = [result.observation_ids[0] for result in results if isinstance(result, Score)]
+    assert len(set(ids)) == len(items)
+    assert sorted(observations(tmp_path / "evidence.db")) == sorted(set(ids)), "each attempt stored once"
+    # What the killed node's runtime left is removed by the next progscore
+    # that reaches the engine (its owner is provably gone).
+    from progscore import DockerSandboxClient
+
+    local = DockerSandboxClient.from_config(config)
+    await local.execute_async(program="print(1)\n", runtime_profile_name="python", invocations=[ProgramInvocation()])
+    assert victim_owner is not None
+    assert containers(victim_owner) == []
+
+
+def test_sigterm_of_the_driver_cancels_every_run_and_leaves_nothing_on_any_node(
+    cluster: tuple[Cluster, list[Any]], config: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    head, _ = cluster
+    batch = tmp_path / "sleepers.jsonl"
+    with batch.open("w") as lines:
+        for index in range(SIGTERM_ITEMS):
+            item = sleeper(index, 8.0)
+            line = {
+                "id": item.item_id,
+                "program": item.scorable.value,
+                "expectation": json.loads(item.expectation._json()),
+            }
+            lines.write(json.dumps(line) + "\n")
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "progscore.ray", "score", str(batch), "--address", head.address, "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Wait until both nodes run programs in containers.
+        while True:
+            assert driver.poll() is None, driver.communicate()
+            stats = asyncio.run(_stats_when_started(driver))
+            owners = [s.docker_owner for s in stats]
+            if len(stats) == 2 and all(owner and containers(owner, "status=running") for owner in owners):
+                break
+        workspaces = [s.docker_workspaces for s in stats]
+        driver.send_signal(signal.SIGTERM)
+        stdout, stderr = driver.communicate(timeout=120)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 128 + signal.SIGTERM, stderr
+    # What finished before the signal stands; the rest was cancelled.
+    finished = verdicts_of(stdout)
+    assert set(finished.values()) <= {"true"}, finished
+    assert f"SIGTERM: {SIGTERM_ITEMS - len(finished)} item(s) not scored" in stderr, stderr
+    assert len(finished) < SIGTERM_ITEMS
+    assert "Traceback" not in stderr, stderr
+    for owner, workspace in zip(owners, workspaces):
+        assert owner is not None and containers(owner) == []
+        assert workspace is not None and os.listdir(workspace) == []
+    assert all(s.running == 0 for s in asyncio.run(_stats_when_started()))
+    assert len(observations(tmp_path / "evidence.db")) == len(finished), "nothing of a cancelled run is stored"
+
+
+async def _stats_when_started(driver: subprocess.Popen[str] | None = None) -> list[NodeStats]:
+    """The node runtimes' figures once the driver has placed them."""
+    while True:
+        assert driver is None or driver.poll() is None, "the driver ended before it placed the node runtimes"
+        try:
+            stats = await stats_of_every_node()
+        except ValueError:
+            stats = []
+        if stats:
+            return stats
+        await asyncio.sleep(0.1)
+
+
+def test_two_drivers_at_once_share_one_cap(
+    cluster: tuple[Cluster, list[Any]], config: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    head, _ = cluster
+    batches = []
+    for driver in range(2):
+        batch = tmp_path / f"batch-{driver}.jsonl"
+        with batch.open("w") as lines:
+            for index in range(10):
+                item = sleeper(100 * driver + index, 1.0)
+                line = {
+                    "id": item.item_id,
+                    "program": item.scorable.value,
+                    "expectation": json.loads(item.expectation._json()),
+                }
+                lines.write(json.dumps(line) + "\n")
+        batches.append(batch)
+    drivers = [
+        subprocess.Popen(
+            [
+                sys.executable, "-m", "progscore.ray", "score", str(batch),
+                "--address", head.address, "--config", str(config), "--jobs-per-node", str(JOBS_PER_NODE),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for batch in batches
+    ]
+    outputs = [process.communicate(timeout=600) for process in drivers]
+    for process, (stdout, stderr) in zip(drivers, outputs):
+        assert process.returncode == 0, stderr
+        assert set(verdicts_of(stdout).values()) == {"true"}
+    stats = asyncio.run(stats_of_every_node())
+    assert len(stats) == 2
+    # Each driver alone offers 2 x JOBS_PER_NODE programs at once; the two
+    # together twice the cluster's cap: the nodes never ran more than it.
+    assert all(s.capacity == JOBS_PER_NODE and s.peak <= JOBS_PER_NODE for s in stats), stats
+    assert max(s.peak for s in stats) == JOBS_PER_NODE, stats
+    assert sum(s.served for s in stats) >= 20
+
+
+def test_a_node_that_cannot_run_a_profile_gets_none_of_its_programs(
+    cluster: tuple[Cluster, list[Any]], config: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    head, _ = cluster
+    text = config.read_text()
+    image = text.split("[profiles.python]", 1)[1].split('image = "', 1)[1].split('"', 1)[0]
+    missing = image.split("@", 1)[0] + "@sha256:" + "0" * 64
+    broken = tmp_path / "broken-node.toml"
+    broken.write_text(text.replace(image, missing))
+    third = head.add_node(num_cpus=1, env_vars={NODE_CONFIG_ENV: str(broken)})
+    head.wait_for_nodes()
+    result = run_cli(config, head.address, REPO / "examples" / "batch.jsonl")
+    assert result.returncode == 0, result.stderr
+    assert verdicts_of(result.stdout) == expected_verdicts()
+    short = third.node_id[:12]
+    assert f"node {short} cannot run profile `python`" in result.stderr, result.stderr
+    assert "not present" in result.stderr
