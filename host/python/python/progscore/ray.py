@@ -89,6 +89,20 @@ class _NodeRuntime:
         self._running = 0
         self._peak = 0
         self._served = 0
+        self._drivers = 0
+
+    def attach(self) -> dict[str, Any]:
+        """A driver starts using this runtime; its figures."""
+        self._drivers += 1
+        return self.stats()
+
+    async def detach(self) -> None:
+        """A driver is done with this runtime. The last one ends it: nothing
+        of progscore stays on the node between batches (a driver that
+        attaches meanwhile places a new one)."""
+        self._drivers -= 1
+        if self._drivers <= 0 and self._running == 0:
+            ray.actor.exit_actor()  # type: ignore[no-untyped-call]
 
     async def serve(self, request_json: str) -> str:
         self._running += 1
@@ -110,6 +124,7 @@ class _NodeRuntime:
             "config": self._config_path,
             "docker_owner": self._client.docker_owner(),
             "docker_workspaces": self._client.docker_workspaces(),
+            "drivers": self._drivers,
         }
 
 
@@ -161,11 +176,12 @@ class _Cluster:
         self.nodes: list[_Node] = []
         self._preflights: dict[str, asyncio.Future[str]] = {}
 
-    def start(self) -> None:
+    async def start(self) -> None:
         """Finds (or places) one runtime on every alive node with CPUs (and
-        the node resource, when one is asked for)."""
+        the node resource, when one is asked for), and attaches to it."""
         digest = _config_digest(self._config_path)
         runtime_class = ray.remote(_NodeRuntime)
+        placed = []
         for node in ray.nodes():  # type: ignore[no-untyped-call]
             cpus = int(node.get("Resources", {}).get("CPU", 0))
             if not node.get("Alive") or cpus <= 0:
@@ -174,20 +190,56 @@ class _Cluster:
                 continue
             node_id = str(node["NodeID"])
             capacity = self._jobs_per_node or _native.jobs_for_cores(cpus)
-            actor = runtime_class.options(
-                name=f"progscore-{digest}-{node_id[:16]}",
-                namespace=NAMESPACE,
-                lifetime="detached",
-                get_if_exists=True,
-                max_concurrency=capacity,
-                max_restarts=0,
-                num_cpus=0,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-            ).remote(self._config_path, capacity)
-            self.nodes.append(_Node(node_id=node_id, capacity=capacity, actor=actor))
+
+            def place(node_id: str = node_id, capacity: int = capacity) -> Any:
+                return runtime_class.options(
+                    name=f"progscore-{digest}-{node_id[:16]}",
+                    namespace=NAMESPACE,
+                    # Shared by every driver; the last to detach ends it.
+                    lifetime="detached",
+                    get_if_exists=True,
+                    max_concurrency=capacity,
+                    max_restarts=0,
+                    num_cpus=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+                ).remote(self._config_path, capacity)
+
+            placed.append((node_id, place))
+        attached = await asyncio.gather(*(self._attach(node_id, place) for node_id, place in placed))
+        self.nodes = [node for node in attached if node is not None]
         if not self.nodes:
             wanted = f" and the resource `{self._node_resource}`" if self._node_resource else ""
             raise ProgscoreError(f"the Ray cluster has no alive node with CPUs{wanted} to run programs on")
+
+    async def _attach(self, node_id: str, place: Any) -> Optional[_Node]:
+        """The node's runtime, attached; None when it cannot start there."""
+        error: BaseException | None = None
+        for pause in (0.0, 0.2, 0.5, 1.0):
+            # A runtime that its last driver just ended is gone in a moment:
+            # placed again, under the same name.
+            await asyncio.sleep(pause)
+            actor = place()
+            try:
+                stats = await actor.attach.remote()
+            except _LOST as lost:
+                error = lost
+                continue
+            # The capacity is the runtime's own (its first driver's).
+            return _Node(node_id=node_id, capacity=int(stats["capacity"]), actor=actor)
+        first_line = str(error).strip().splitlines()[-1] if error is not None and str(error).strip() else repr(error)
+        _say(f"node {node_id[:12]}: progscore's runtime could not start there ({first_line}); it gets no programs")
+        return None
+
+    async def stop(self) -> None:
+        """Detaches from every runtime still reachable."""
+
+        async def detach(node: _Node) -> None:
+            try:
+                await asyncio.wait_for(asyncio.ensure_future(node.actor.detach.remote()), 30.0)
+            except BaseException:  # noqa: BLE001 - gone already, or ending
+                pass
+
+        await asyncio.gather(*(detach(node) for node in self.nodes if node.lost is None))
 
     @property
     def capacity(self) -> int:
@@ -379,12 +431,13 @@ class RayScorer:
         self._dispatcher = _Dispatcher(desk, self._cluster)
 
     async def __aenter__(self) -> RayScorer:
-        self._cluster.start()
+        await self._cluster.start()
         self._dispatcher.attach()
         return self
 
     async def __aexit__(self, *_: object) -> None:
         await self._dispatcher.close()
+        await self._cluster.stop()
 
     @property
     def capacity(self) -> int:
