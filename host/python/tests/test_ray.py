@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import pathlib
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -292,6 +293,12 @@ def test_a_node_that_cannot_run_a_profile_gets_none_of_its_programs(
     cluster: tuple[Cluster, list[Any]], config: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     head, _ = cluster
+    # A bad line is named and the good ones are scored (as `progscore score`).
+    batch = tmp_path / "batch.jsonl"
+    shutil.copytree(REPO / "examples" / "programs", tmp_path / "programs")
+    lines = (REPO / "examples" / "batch.jsonl").read_text().splitlines()
+    lines.insert(3, '{"id": "bad", "program": "print(1)", "expectation": {"conditions": [{"program_behaves": {"profile": "nope", "cases": []}}]}}')
+    batch.write_text("\n".join(lines) + "\n")
     text = config.read_text()
     image = text.split("[profiles.python]", 1)[1].split('image = "', 1)[1].split('"', 1)[0]
     missing = image.split("@", 1)[0] + "@sha256:" + "0" * 64
@@ -299,9 +306,17 @@ def test_a_node_that_cannot_run_a_profile_gets_none_of_its_programs(
     broken.write_text(text.replace(image, missing))
     third = head.add_node(num_cpus=1, env_vars={NODE_CONFIG_ENV: str(broken)})
     head.wait_for_nodes()
-    result = run_cli(config, head.address, REPO / "examples" / "batch.jsonl")
-    assert result.returncode == 0, result.stderr
+    result = run_cli(config, head.address, batch)
+    assert result.returncode == 2, result.stderr
+    assert f"progscore: {batch}:4: field `expectation." in result.stderr, result.stderr
+    assert "  bad lines            1" in result.stderr, result.stderr
     assert verdicts_of(result.stdout) == expected_verdicts()
     short = third.node_id[:12]
     assert f"node {short} cannot run profile `python`" in result.stderr, result.stderr
     assert "not present" in result.stderr
+
+    # The synchronous twin, in this process, on the same cluster.
+    from progscore.ray import score_many
+
+    results = score_many([sleeper(0, 0.1), sleeper(1, 0.1)], config=config)
+    assert [r.value for r in results if isinstance(r, Score)] == [True, True], results

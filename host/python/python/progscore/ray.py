@@ -422,11 +422,13 @@ class RayScorer:
         node_resource: Optional[str] = None,
     ) -> None:
         self._config = os.fspath(config)
-        if not ray.is_initialized():
-            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
+        # The config, the store and the comparators first: what is wrong
+        # there is said before the cluster is joined.
         client, desk, store_path = _native.NativeClient.remote_from_config(self._config)
         self._store = _native.NativeStore(os.fspath(store) if store is not None else store_path)
         self._scorer = _native.NativeScorer(client, self._store)
+        if not ray.is_initialized():
+            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
         self._cluster = _Cluster(self._config, jobs_per_node, node_resource)
         self._dispatcher = _Dispatcher(desk, self._cluster)
 
