@@ -26,7 +26,7 @@ const HOSTILE: &[&str] = &[
     "wrong-world",
 ];
 /// Example user comparators: built so they keep compiling, not embedded.
-const EXAMPLES: &[&str] = &["sorted-lines"];
+const EXAMPLES: &[&str] = &["sorted-lines", "no-connections"];
 /// Folders of `guests/` that are not guests.
 const NOT_GUESTS: &[&str] = &["support", "target"];
 

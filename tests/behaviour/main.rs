@@ -471,3 +471,62 @@ fn doctor_says_which_traced_profiles_are_traced_and_why_not() {
     // An untraced profile says nothing of behaviour.
     assert!(!line("python-gvisor").contains("behaviour"), "{text}");
 }
+
+#[test]
+fn a_user_comparator_of_version_0_2_0_judges_the_traced_connections() {
+    let component = progscore_comparator_host::test_guests::example("no-connections")
+        .expect("the example comparator is built with the comparator host");
+    let sha256 = progscore_sandbox::sha256_hex(&std::fs::read(component).expect("the component"));
+    let dir = Dir::new();
+    dir.edit_config(|config| {
+        format!(
+            "{config}\n{}\n[comparators.no-connections]\npath = \"{component}\"\nsha256 = \"{sha256}\"\n",
+            traced_profiles()
+        )
+    });
+    let item = |id: &str, program: &Program, sandbox: &str, allow: &[&str]| {
+        serde_json::json!({
+            "id": id,
+            "program": program.source,
+            "expectation": {"conditions": [{"program_behaves": {
+                "profile": profile_name(program.language, sandbox),
+                "cases": [{"invocation": {"args": []}, "expected": {
+                    "stdout": {"comparator": "no-connections", "params": {"allow": allow}}
+                }}]
+            }}]}
+        })
+        .to_string()
+    };
+    let outside = &SIDE_EFFECTS[0];
+    let loopback = &SIDE_EFFECTS[1];
+    assert_eq!(outside.name, "py-connect-outside");
+    assert_eq!(loopback.name, "py-connect-loopback");
+    let benign = BENIGN
+        .iter()
+        .find(|p| p.language == Language::Python)
+        .expect("a benign Python program");
+    let lines = [
+        item("outside", outside, "docker-runsc", &[]),
+        item(
+            "loopback-allowed",
+            loopback,
+            "docker-runsc",
+            &["127.0.0.1:9"],
+        ),
+        item("benign", benign, "docker-runsc", &[]),
+        item("outside-untraced", outside, "docker-runc", &[]),
+    ];
+    let scored = Scored::of(&dir, &lines);
+    let outside = scored.get("outside");
+    assert_eq!(verdict(outside), "false", "{outside}");
+    assert!(
+        outside.to_string().contains("1.1.1.1:443"),
+        "the comparator names the connection: {outside}"
+    );
+    for id in ["loopback-allowed", "benign"] {
+        assert_eq!(verdict(scored.get(id)), "true", "{id}: {}", scored.get(id));
+    }
+    // Docker's runc does not trace: the comparator cannot prove an absence.
+    let untraced = scored.get("outside-untraced");
+    assert_eq!(verdict(untraced), "undetermined", "{untraced}");
+}

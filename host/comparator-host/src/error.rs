@@ -50,8 +50,7 @@ pub enum ComparatorError {
     },
     /// The file is not a comparator component this host can run.
     #[error(
-        "comparator \"{name}\" is not a usable progscore:comparator@{} component: {message}",
-        crate::WIT_VERSION
+        "comparator \"{name}\" is not a usable progscore:comparator component (version 0.1.0 or 0.2.0): {message}"
     )]
     NotAComparator {
         name: String,

@@ -12,8 +12,9 @@ use crate::options::HostOptions;
 use crate::runtime::{
     EPOCH_TICK, Slots, cap_reason, new_engine, new_linker, run_now, sha256_hex, start_ticker,
 };
-use crate::{ComparatorError, ComparisonOutcome, ObservedStream};
+use crate::{ComparatorError, ComparisonOutcome, ObservedBehaviour, ObservedStream};
 
+/// `progscore:comparator@0.1.0`: a stream and parameters.
 mod bindings {
     wasmtime::component::bindgen!({
         path: "../../wit/comparator@0.1.0",
@@ -22,7 +23,79 @@ mod bindings {
     });
 }
 
-use bindings::{Comparator, ComparatorPre};
+/// `progscore:comparator@0.2.0`: 0.1.0 and the invocation's behaviour.
+mod bindings_v2 {
+    wasmtime::component::bindgen!({
+        path: "../../wit/comparator@0.2.0",
+        world: "comparator",
+        exports: { default: async },
+    });
+}
+
+/// A registered component, by the interface version it exports.
+enum Pre {
+    V1(bindings::ComparatorPre<GuestState>),
+    V2(bindings_v2::ComparatorPre<GuestState>),
+}
+
+/// A verdict from either version.
+enum AnyVerdict {
+    Match,
+    Mismatch(String),
+    Undetermined(String),
+}
+
+impl From<bindings::Verdict> for AnyVerdict {
+    fn from(verdict: bindings::Verdict) -> AnyVerdict {
+        match verdict {
+            bindings::Verdict::Match => AnyVerdict::Match,
+            bindings::Verdict::Mismatch(reason) => AnyVerdict::Mismatch(reason),
+            bindings::Verdict::Undetermined(reason) => AnyVerdict::Undetermined(reason),
+        }
+    }
+}
+
+impl From<bindings_v2::Verdict> for AnyVerdict {
+    fn from(verdict: bindings_v2::Verdict) -> AnyVerdict {
+        match verdict {
+            bindings_v2::Verdict::Match => AnyVerdict::Match,
+            bindings_v2::Verdict::Mismatch(reason) => AnyVerdict::Mismatch(reason),
+            bindings_v2::Verdict::Undetermined(reason) => AnyVerdict::Undetermined(reason),
+        }
+    }
+}
+
+fn behaviour_v2(behaviour: &ObservedBehaviour) -> bindings_v2::Behaviour {
+    use bindings_v2::progscore::comparator::types as wit;
+    match behaviour {
+        ObservedBehaviour::Absent => wit::Behaviour::Absent,
+        ObservedBehaviour::NotTraced(reason) => wit::Behaviour::NotTraced(reason.clone()),
+        ObservedBehaviour::Traced(trace) => wit::Behaviour::Traced(wit::BehaviourTrace {
+            traced_kinds: trace.traced_kinds.clone(),
+            events: trace
+                .events
+                .iter()
+                .map(|event| wit::BehaviourEvent {
+                    kind: event.kind.clone(),
+                    at_ms: event.at_ms,
+                    outcome: event.result.clone(),
+                    json: event.json.clone(),
+                })
+                .collect(),
+            counts: trace
+                .counts
+                .iter()
+                .map(|(kind, count)| wit::KindCount {
+                    kind: kind.clone(),
+                    count: *count,
+                })
+                .collect(),
+            dropped: trace.dropped,
+            incomplete: trace.incomplete.clone(),
+            arguments_unverified: trace.arguments_unverified.clone(),
+        }),
+    }
+}
 
 /// Where a registered comparator came from. Serializes as
 /// `{"kind": "builtin"}` or `{"kind": "user", "path": "..."}`.
@@ -53,7 +126,7 @@ pub struct ComparatorInfo {
 
 struct Registered {
     info: ComparatorInfo,
-    pre: ComparatorPre<GuestState>,
+    pre: Pre,
 }
 
 /// Runs comparators. Create one per process, register the built-ins and the
@@ -174,8 +247,16 @@ impl ComparatorHost {
         let _slot = self.slots.acquire();
         let mut store = self.new_store();
         let result = run_now(async {
-            let instance = registered.pre.instantiate_async(&mut store).await?;
-            instance.call_validate(&mut store, params_json).await
+            match &registered.pre {
+                Pre::V1(pre) => {
+                    let instance = pre.instantiate_async(&mut store).await?;
+                    instance.call_validate(&mut store, params_json).await
+                }
+                Pre::V2(pre) => {
+                    let instance = pre.instantiate_async(&mut store).await?;
+                    instance.call_validate(&mut store, params_json).await
+                }
+            }
         });
         match result {
             Some(Ok(Ok(()))) => Ok(()),
@@ -206,26 +287,57 @@ impl ComparatorHost {
         params_json: &str,
         observed: &ObservedStream,
     ) -> Result<ComparisonOutcome, ComparatorError> {
+        self.compare_in_context(name, params_json, observed, &ObservedBehaviour::Absent)
+    }
+
+    /// As [`ComparatorHost::compare`], with the behaviour the sandbox traced
+    /// during the invocation: a `progscore:comparator@0.2.0` comparator is
+    /// given it, a 0.1.0 one only the stream.
+    pub fn compare_in_context(
+        &self,
+        name: &str,
+        params_json: &str,
+        observed: &ObservedStream,
+        behaviour: &ObservedBehaviour,
+    ) -> Result<ComparisonOutcome, ComparatorError> {
         let registered = self.get(name)?;
-        let stream = bindings::ObservedStream {
-            bytes: observed.bytes.clone(),
-            truncated: observed.truncated,
-            total_bytes: observed.total_bytes,
-        };
         let _slot = self.slots.acquire();
         let mut store = self.new_store();
         let result = run_now(async {
-            let instance: Comparator = registered.pre.instantiate_async(&mut store).await?;
-            instance
-                .call_compare(&mut store, params_json, &stream)
-                .await
+            match &registered.pre {
+                Pre::V1(pre) => {
+                    let stream = bindings::ObservedStream {
+                        bytes: observed.bytes.clone(),
+                        truncated: observed.truncated,
+                        total_bytes: observed.total_bytes,
+                    };
+                    let instance = pre.instantiate_async(&mut store).await?;
+                    let answer = instance
+                        .call_compare(&mut store, params_json, &stream)
+                        .await?;
+                    Ok(answer.map(AnyVerdict::from))
+                }
+                Pre::V2(pre) => {
+                    let stream = bindings_v2::ObservedStream {
+                        bytes: observed.bytes.clone(),
+                        truncated: observed.truncated,
+                        total_bytes: observed.total_bytes,
+                    };
+                    let behaviour = behaviour_v2(behaviour);
+                    let instance = pre.instantiate_async(&mut store).await?;
+                    let answer = instance
+                        .call_compare(&mut store, params_json, &stream, &behaviour)
+                        .await?;
+                    Ok(answer.map(AnyVerdict::from))
+                }
+            }
         });
         Ok(match result {
-            Some(Ok(Ok(bindings::Verdict::Match))) => ComparisonOutcome::Match,
-            Some(Ok(Ok(bindings::Verdict::Mismatch(reason)))) => {
+            Some(Ok(Ok(AnyVerdict::Match))) => ComparisonOutcome::Match,
+            Some(Ok(Ok(AnyVerdict::Mismatch(reason)))) => {
                 ComparisonOutcome::Mismatch(cap_reason(reason))
             }
-            Some(Ok(Ok(bindings::Verdict::Undetermined(reason)))) => {
+            Some(Ok(Ok(AnyVerdict::Undetermined(reason)))) => {
                 ComparisonOutcome::Undetermined(cap_reason(reason))
             }
             Some(Ok(Err(message))) => {
@@ -259,12 +371,26 @@ impl ComparatorHost {
             message: format!("{e:#}"),
         };
         // Linking checks the imports (only WASI is offered); `ComparatorPre`
-        // checks that the exports have the comparator world's types.
+        // checks that the exports have a comparator world's types: 0.2.0's,
+        // else 0.1.0's.
         let instance_pre = self
             .linker
             .instantiate_pre(&component)
             .map_err(not_a_comparator)?;
-        let pre = ComparatorPre::new(instance_pre).map_err(not_a_comparator)?;
+        let pre = match bindings_v2::ComparatorPre::new(instance_pre.clone()) {
+            Ok(pre) => Pre::V2(pre),
+            Err(v2) => match bindings::ComparatorPre::new(instance_pre) {
+                Ok(pre) => Pre::V1(pre),
+                Err(v1) => {
+                    return Err(ComparatorError::NotAComparator {
+                        name: name.to_string(),
+                        message: format!(
+                            "it exports neither progscore:comparator@0.2.0 ({v2:#}) nor 0.1.0 ({v1:#})"
+                        ),
+                    });
+                }
+            },
+        };
         self.comparators.insert(
             name.to_string(),
             Registered {

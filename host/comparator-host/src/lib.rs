@@ -1,6 +1,9 @@
 //! progscore's comparator host: runs comparators (WebAssembly components that
-//! export the `comparator` world of `wit/comparator@0.1.0`) in a sandbox and
-//! hands callers a plain, synchronous [`ComparatorHost::compare`].
+//! export the `comparator` world of `wit/comparator@0.1.0`, or of
+//! `wit/comparator@0.2.0`, which also sees the invocation's traced behaviour)
+//! in a sandbox and hands callers a plain, synchronous
+//! [`ComparatorHost::compare`] ([`ComparatorHost::compare_in_context`] with
+//! the behaviour).
 //!
 //! The host owns the wasmtime engine, an on-disk cache of compiled comparators
 //! (keyed by the component's sha256 and the engine's compatibility hash), the
@@ -32,8 +35,12 @@ pub use error::ComparatorError;
 pub use host::{ComparatorHost, ComparatorInfo, ComparatorSource};
 pub use options::HostOptions;
 
-/// The WIT package version this host implements.
-pub const WIT_VERSION: &str = "0.1.0";
+/// The newest WIT package version this host implements.
+pub const WIT_VERSION: &str = "0.2.0";
+
+/// Every WIT package version this host runs (components of an older version
+/// keep working).
+pub const WIT_VERSIONS: &[&str] = &["0.1.0", "0.2.0"];
 
 /// Names of the built-in comparators, as users write them.
 pub fn builtin_names() -> impl Iterator<Item = &'static str> {
@@ -60,6 +67,50 @@ pub mod test_guests {
     pub fn example(name: &str) -> Option<&'static str> {
         EXAMPLES.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
     }
+}
+
+/// The behaviour the sandbox traced during the invocation that wrote a
+/// stream: what a `progscore:comparator@0.2.0` comparator is given beside it
+/// (a 0.1.0 comparator never sees it).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ObservedBehaviour {
+    /// The profile does not trace (or the evidence predates tracing).
+    #[default]
+    Absent,
+    /// Nothing is known of what the program tried; why.
+    NotTraced(String),
+    /// What the sandbox traced.
+    Traced(ObservedTrace),
+}
+
+/// A trace as a comparator sees it (see `wit/comparator@0.2.0`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ObservedTrace {
+    /// The kinds the trace covers.
+    pub traced_kinds: Vec<String>,
+    /// The first events, in order.
+    pub events: Vec<ObservedEvent>,
+    /// Every event seen, per kind.
+    pub counts: Vec<(String, u64)>,
+    /// Events seen but not kept.
+    pub dropped: u64,
+    /// Why the trace may lack events, when it may.
+    pub incomplete: Option<String>,
+    /// Why the events' arguments are not proven, when they are not.
+    pub arguments_unverified: Option<String>,
+}
+
+/// One traced event.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ObservedEvent {
+    /// `net.connect`, `fs.open`, ...
+    pub kind: String,
+    /// Milliseconds from the program's start.
+    pub at_ms: u64,
+    /// `ok`, an error's name, or none.
+    pub result: Option<String>,
+    /// The event as stored (JSON text).
+    pub json: String,
 }
 
 /// One output stream as the sandbox kept it.

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use progscore_comparator_host::{
-    ComparatorError, ComparatorHost, ComparisonOutcome, ObservedStream,
+    ComparatorError, ComparatorHost, ComparisonOutcome, ObservedBehaviour, ObservedEvent,
+    ObservedStream, ObservedTrace,
 };
-use progscore_sandbox::CapturedStream;
+use progscore_sandbox::{Behaviour, CapturedStream};
 use progscore_scoring::{ComparatorRefusal, ComparatorVerdict, OutputComparator};
 
 /// [`OutputComparator`] over a [`ComparatorHost`]: refusals and verdicts
@@ -41,12 +42,26 @@ impl OutputComparator for WasmComparators {
         params: &serde_json::Value,
         observed: &CapturedStream,
     ) -> ComparatorVerdict {
+        self.compare_with_behaviour(comparator, params, observed, None)
+    }
+
+    fn compare_with_behaviour(
+        &self,
+        comparator: &str,
+        params: &serde_json::Value,
+        observed: &CapturedStream,
+        behaviour: Option<&Behaviour>,
+    ) -> ComparatorVerdict {
         let stream = ObservedStream {
             bytes: observed.data.as_bytes().to_vec(),
             truncated: observed.truncated,
             total_bytes: observed.total_bytes,
         };
-        match self.0.compare(comparator, &params.to_string(), &stream) {
+        let behaviour = observed_behaviour(behaviour);
+        match self
+            .0
+            .compare_in_context(comparator, &params.to_string(), &stream, &behaviour)
+        {
             Ok(ComparisonOutcome::Match) => ComparatorVerdict::Match,
             Ok(ComparisonOutcome::Mismatch(reason)) => ComparatorVerdict::Mismatch(reason),
             Ok(ComparisonOutcome::Undetermined(reason)) => ComparatorVerdict::Undetermined(reason),
@@ -56,5 +71,35 @@ impl OutputComparator for WasmComparators {
                 ComparatorVerdict::Undetermined(format!("the comparator failed: {error}"))
             }
         }
+    }
+}
+
+/// The sandbox's record of a behaviour as the comparator host hands it to a
+/// `progscore:comparator@0.2.0` comparator.
+pub fn observed_behaviour(behaviour: Option<&Behaviour>) -> ObservedBehaviour {
+    match behaviour {
+        None => ObservedBehaviour::Absent,
+        Some(Behaviour::NotTraced { reason }) => ObservedBehaviour::NotTraced(reason.clone()),
+        Some(Behaviour::Traced(trace)) => ObservedBehaviour::Traced(ObservedTrace {
+            traced_kinds: trace.traced_kinds.iter().map(|k| k.to_string()).collect(),
+            events: trace
+                .events
+                .iter()
+                .map(|event| ObservedEvent {
+                    kind: event.action.kind().to_string(),
+                    at_ms: event.at_ms,
+                    result: event.result.clone(),
+                    json: serde_json::to_string(event).unwrap_or_default(),
+                })
+                .collect(),
+            counts: trace
+                .counts
+                .iter()
+                .map(|(kind, count)| (kind.to_string(), *count))
+                .collect(),
+            dropped: trace.dropped,
+            incomplete: trace.incomplete.clone(),
+            arguments_unverified: trace.arguments_unverified.clone(),
+        }),
     }
 }

@@ -4,7 +4,7 @@
 //! the `progscore-comparator-host` host, in production); it only needs to check
 //! parameters up front and ask for a verdict on one stream.
 
-use progscore_sandbox::CapturedStream;
+use progscore_sandbox::{Behaviour, CapturedStream};
 use thiserror::Error;
 
 /// Checks output streams by named comparators.
@@ -26,6 +26,21 @@ pub trait OutputComparator: Send + Sync {
         params: &serde_json::Value,
         observed: &CapturedStream,
     ) -> ComparatorVerdict;
+
+    /// Compares one observed stream, with the behaviour the sandbox traced
+    /// during the invocation that wrote it (`None`: the profile does not
+    /// trace). Comparators that can judge behaviour (WIT
+    /// `progscore:comparator@0.2.0`) are given it; by default it is not used.
+    fn compare_with_behaviour(
+        &self,
+        comparator: &str,
+        params: &serde_json::Value,
+        observed: &CapturedStream,
+        behaviour: Option<&Behaviour>,
+    ) -> ComparatorVerdict {
+        let _ = behaviour;
+        self.compare(comparator, params, observed)
+    }
 }
 
 /// A comparator's answer on one stream.

@@ -295,7 +295,12 @@ fn evaluate_case(
         let Some(TextCondition { comparator, params }) = condition else {
             continue;
         };
-        match comparators.compare(comparator, params, observed) {
+        match comparators.compare_with_behaviour(
+            comparator,
+            params,
+            observed,
+            event.behaviour.as_ref(),
+        ) {
             ComparatorVerdict::Match => {}
             ComparatorVerdict::Mismatch(detail) => {
                 return CaseResult::Failed(

@@ -3,7 +3,7 @@
 
 use progscore_comparator_host::{
     ComparatorError, ComparatorHost, ComparatorSource, ComparisonOutcome, HostOptions,
-    ObservedStream, test_guests,
+    ObservedBehaviour, ObservedEvent, ObservedStream, ObservedTrace, test_guests,
 };
 
 use crate::hostile::sha256_of;
@@ -178,4 +178,108 @@ fn listing_serializes_for_the_cli() {
     assert_eq!(json["name"], "equals");
     assert_eq!(json["kind"], "builtin");
     assert_eq!(json["sha256"].as_str().map(str::len), Some(64));
+}
+
+fn no_connections() -> &'static str {
+    test_guests::example("no-connections").expect("example fixture")
+}
+
+fn connect_event(address: &str, port: u16) -> ObservedEvent {
+    ObservedEvent {
+        kind: "net.connect".into(),
+        at_ms: 12,
+        result: Some("ENETUNREACH".into()),
+        json: format!(
+            r#"{{"at_ms":12,"kind":"net.connect","family":"inet","address":"{address}","port":{port},"result":"ENETUNREACH"}}"#
+        ),
+    }
+}
+
+fn trace(events: Vec<ObservedEvent>) -> ObservedTrace {
+    ObservedTrace {
+        traced_kinds: vec!["net.connect".into(), "proc.exec".into()],
+        counts: if events.is_empty() {
+            Vec::new()
+        } else {
+            vec![("net.connect".into(), events.len() as u64)]
+        },
+        events,
+        ..ObservedTrace::default()
+    }
+}
+
+#[test]
+fn a_comparator_of_version_0_2_0_judges_the_traced_behaviour_and_0_1_0_ones_still_run() {
+    let path = no_connections();
+    let mut host = ComparatorHost::new(test_options()).expect("host");
+    host.register_user("no-connections", path, &sha256_of(path))
+        .expect("a 0.2.0 component registers");
+    host.register_user("sorted-lines", sorted_lines(), &sha256_of(sorted_lines()))
+        .expect("a 0.1.0 component registers beside it");
+    let stream = ObservedStream::complete(b"1\n2\n".to_vec());
+    let allow = r#"{"allow": ["10.0.0.1:80"]}"#;
+    let judge = |behaviour: ObservedBehaviour| {
+        host.compare_in_context("no-connections", allow, &stream, &behaviour)
+            .expect("call")
+    };
+
+    // A recorded connection to an address not allowed proves a mismatch.
+    let outcome = judge(ObservedBehaviour::Traced(trace(vec![connect_event(
+        "203.0.113.9",
+        443,
+    )])));
+    let ComparisonOutcome::Mismatch(why) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(why.contains("203.0.113.9:443"), "{why}");
+    // An allowed one, and a complete trace with none: match.
+    assert_eq!(
+        judge(ObservedBehaviour::Traced(trace(vec![connect_event(
+            "10.0.0.1", 80
+        )]))),
+        ComparisonOutcome::Match
+    );
+    assert_eq!(
+        judge(ObservedBehaviour::Traced(trace(Vec::new()))),
+        ComparisonOutcome::Match
+    );
+    // Only a complete trace proves an absence.
+    let mut cut = trace(Vec::new());
+    cut.incomplete = Some("the stream was cut".into());
+    assert!(matches!(
+        judge(ObservedBehaviour::Traced(cut)),
+        ComparisonOutcome::Undetermined(_)
+    ));
+    let mut dropped = trace(Vec::new());
+    dropped.counts = vec![("net.connect".into(), 3)];
+    dropped.dropped = 3;
+    assert!(matches!(
+        judge(ObservedBehaviour::Traced(dropped)),
+        ComparisonOutcome::Undetermined(_)
+    ));
+    assert!(matches!(
+        judge(ObservedBehaviour::NotTraced("runc".into())),
+        ComparisonOutcome::Undetermined(_)
+    ));
+    assert!(matches!(
+        judge(ObservedBehaviour::Absent),
+        ComparisonOutcome::Undetermined(_)
+    ));
+    // Its parameters are checked like any comparator's.
+    let err = host
+        .validate("no-connections", r#"{"alow": []}"#)
+        .expect_err("typo");
+    assert!(err.to_string().contains("alow"), "{err}");
+
+    // The 0.1.0 comparator is called as before; the behaviour is not its.
+    assert_eq!(
+        host.compare_in_context(
+            "sorted-lines",
+            "{}",
+            &stream,
+            &ObservedBehaviour::Traced(trace(vec![connect_event("203.0.113.9", 443)]))
+        )
+        .expect("call"),
+        ComparisonOutcome::Match
+    );
 }
