@@ -59,11 +59,15 @@ fn main() {
         })
         .collect();
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    // Warm-up: the OCI image is fetched and unpacked once, the WASI module
-    // loaded.
+    // Warm-up, both sides of every backend: the OCI image is fetched and
+    // unpacked once, each WASI profile's module loaded (else the first
+    // round's untraced side pays it).
     for profile in [
         "python-gvisor",
+        "python-gvisor-traced",
+        "python-oci-gvisor",
         "python-oci-gvisor-traced",
+        "python-wasi",
         "python-wasi-traced",
     ] {
         runtime.block_on(run_batch(&backends, profile, &programs[..2]));
