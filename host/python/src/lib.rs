@@ -26,7 +26,7 @@ use progscore_scoring::{
     ReplayRequest, RescoreRequest, ScoreRequest, ScoringError, ScoringExpectation,
 };
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
@@ -339,40 +339,29 @@ impl NativeScorer {
     fn prepare_batch(&self, path: PathBuf) -> PyResult<(String, Vec<String>)> {
         let batch = progscore_runtime::batch::Batch::read(&path)
             .map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
-        let mut errors = batch.errors;
-        let mut items = Vec::with_capacity(batch.items.len());
-        for item in batch.items {
-            let expectation = self.scorer.replayer().canonical(item.expectation);
-            if let Err(err) = self.scorer.validate(&expectation) {
-                errors.push(progscore_runtime::batch::BatchLineError {
-                    file: path.display().to_string(),
-                    line: item.line,
-                    id: Some(item.id.clone()),
-                    field: Some(format!("expectation.{}", err.field_path())),
-                    message: err.to_string(),
-                });
-                continue;
-            }
-            let profile = expectation
-                .conditions
-                .first()
-                .map(|condition| match condition {
-                    progscore_scoring::Condition::ProgramBehaves(behaves) => {
-                        behaves.profile.clone()
-                    }
-                });
-            items.push(serde_json::json!({
-                "line": item.line,
-                "id": item.id,
-                "program": progscore_sandbox::ByteString(item.program),
-                "expectation": expectation,
-                "profile": profile,
-            }));
-        }
-        errors.sort_by_key(|e| e.line);
+        let prepared = progscore_runtime::batch_run::prepare(
+            batch,
+            &path.display().to_string(),
+            self.scorer.replayer(),
+            Some(&self.scorer),
+        );
+        let items: Vec<serde_json::Value> = prepared
+            .items
+            .into_iter()
+            .map(|item| {
+                serde_json::json!({
+                    "line": item.line,
+                    "profile": item.profile(),
+                    "id": item.id,
+                    "program": progscore_sandbox::ByteString(item.program),
+                    "expectation": item.expectation,
+                })
+            })
+            .collect();
         let items =
             serde_json::to_string(&items).map_err(|e| ProgscoreError::new_err(e.to_string()))?;
-        Ok((items, errors.iter().map(ToString::to_string).collect()))
+        let bad_lines = prepared.bad_lines.iter().map(ToString::to_string).collect();
+        Ok((items, bad_lines))
     }
 
     /// Checks `profile` before anything runs (as `progscore score` does for
@@ -572,6 +561,34 @@ impl NativeSummary {
             ("not_scored", s.not_scored),
             ("cancelled", s.cancelled),
         ])
+    }
+
+    /// The exit status of `progscore score` for a batch that came to this
+    /// summary with `bad_lines` refused lines; `signal_exit` when a signal
+    /// stopped it; `fail_on` holds `"false"` and/or `"undetermined"`.
+    #[pyo3(signature = (bad_lines, fail_on, signal_exit=None))]
+    fn exit_status(
+        &self,
+        bad_lines: usize,
+        fail_on: Vec<String>,
+        signal_exit: Option<u8>,
+    ) -> PyResult<u8> {
+        use progscore_runtime::policy::{BatchEnd, FailOn, exit_status};
+        let mut fail = FailOn::default();
+        for verdict in &fail_on {
+            match verdict.as_str() {
+                "false" => fail.falses = true,
+                "undetermined" => fail.undetermined = true,
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "fail_on: `{other}` is not a verdict (false, undetermined)"
+                    )));
+                }
+            }
+        }
+        let summary = self.lock();
+        let end = BatchEnd::of(&summary, signal_exit);
+        Ok(exit_status(end, &summary, fail, bad_lines))
     }
 
     /// The summary's text, for a batch that took `wall_seconds`.

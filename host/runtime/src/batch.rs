@@ -21,6 +21,18 @@ pub struct BatchItem {
     pub expectation: ScoringExpectation,
 }
 
+impl BatchItem {
+    /// The profile the item's expectation names (a validated item has one).
+    pub fn profile(&self) -> Option<&str> {
+        self.expectation
+            .conditions
+            .first()
+            .map(|condition| match condition {
+                progscore_scoring::Condition::ProgramBehaves(behaves) => behaves.profile.as_str(),
+            })
+    }
+}
+
 /// A line that could not become an item.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
 #[error("{file}:{line}: {}{message}", field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default())]

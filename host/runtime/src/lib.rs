@@ -6,6 +6,7 @@
 
 pub mod backends;
 pub mod batch;
+pub mod batch_run;
 pub mod comparators;
 pub mod config;
 pub mod policy;

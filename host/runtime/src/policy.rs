@@ -21,9 +21,126 @@ pub fn jobs_for_cores(cores: usize, engines_take: usize) -> usize {
     (JOBS_PER_CORE * cores).max(engines_take).max(1)
 }
 
+/// Exit statuses, the same from every command-line face.
+pub mod exit {
+    /// Everything done.
+    pub const OK: u8 = 0;
+    /// The work ran but something failed (a failing verdict with `--fail-on`).
+    pub const FAILED: u8 = 1;
+    /// Usage or configuration error, a bad batch line, an item that failed,
+    /// or the evidence store failed.
+    pub const ERROR: u8 = 2;
+    /// The sandbox could not run some items (a profile refused at
+    /// preflight, an engine that stopped answering); nothing was stored
+    /// for them.
+    pub const UNAVAILABLE: u8 = 3;
+}
+
+/// How a batch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchEnd {
+    /// A signal stopped it; the process exits with the signal's status.
+    Interrupted {
+        /// 128 + the signal's number.
+        exit_code: u8,
+    },
+    /// The evidence store failed; the results written before stand.
+    StoreFailed,
+    /// The engine stopped answering; the items left were not scored.
+    EngineGone,
+    /// Some items were not scored (their profile cannot run here, or the
+    /// sandbox refused them).
+    NotScored,
+    /// Every item was tried.
+    Finished,
+}
+
+impl BatchEnd {
+    /// The end of a batch that no store or engine fault stopped.
+    pub fn of(summary: &crate::results::Summary, signal_exit: Option<u8>) -> BatchEnd {
+        match signal_exit {
+            Some(exit_code) => BatchEnd::Interrupted { exit_code },
+            None if summary.not_scored > 0 => BatchEnd::NotScored,
+            None => BatchEnd::Finished,
+        }
+    }
+}
+
+/// The verdicts that make a finished batch fail (`--fail-on`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FailOn {
+    /// Any item false.
+    pub falses: bool,
+    /// Any item undetermined.
+    pub undetermined: bool,
+}
+
+/// The exit status of a batch that ended as `end`, with `bad_lines` refused lines.
+pub fn exit_status(
+    end: BatchEnd,
+    summary: &crate::results::Summary,
+    fail_on: FailOn,
+    bad_lines: usize,
+) -> u8 {
+    match end {
+        BatchEnd::Interrupted { exit_code } => exit_code,
+        BatchEnd::StoreFailed => exit::ERROR,
+        BatchEnd::EngineGone | BatchEnd::NotScored => exit::UNAVAILABLE,
+        BatchEnd::Finished if bad_lines > 0 || summary.errors > 0 => exit::ERROR,
+        BatchEnd::Finished
+            if (fail_on.falses && summary.falses > 0)
+                || (fail_on.undetermined && summary.undetermined > 0) =>
+        {
+            exit::FAILED
+        }
+        BatchEnd::Finished => exit::OK,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::Summary;
+
+    #[test]
+    fn a_batch_fails_only_on_what_the_caller_named() {
+        let summary = Summary {
+            trues: 3,
+            undetermined: 1,
+            ..Summary::default()
+        };
+        let end = BatchEnd::of(&summary, None);
+        assert_eq!(end, BatchEnd::Finished);
+        assert_eq!(exit_status(end, &summary, FailOn::default(), 0), exit::OK);
+        let on_false = FailOn {
+            falses: true,
+            undetermined: false,
+        };
+        assert_eq!(exit_status(end, &summary, on_false, 0), exit::OK);
+        let on_undetermined = FailOn {
+            falses: false,
+            undetermined: true,
+        };
+        assert_eq!(exit_status(end, &summary, on_undetermined, 0), exit::FAILED);
+        assert_eq!(exit_status(end, &summary, on_undetermined, 1), exit::ERROR);
+    }
+
+    #[test]
+    fn items_not_scored_make_the_batch_unavailable_and_a_signal_wins() {
+        let summary = Summary {
+            trues: 1,
+            not_scored: 2,
+            ..Summary::default()
+        };
+        let end = BatchEnd::of(&summary, None);
+        assert_eq!(end, BatchEnd::NotScored);
+        assert_eq!(
+            exit_status(end, &summary, FailOn::default(), 0),
+            exit::UNAVAILABLE
+        );
+        let end = BatchEnd::of(&summary, Some(143));
+        assert_eq!(exit_status(end, &summary, FailOn::default(), 3), 143);
+    }
 
     #[test]
     fn jobs_follow_the_cores_unless_the_engines_take_more() {

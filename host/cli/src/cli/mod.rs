@@ -16,18 +16,16 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use progscore_runtime::config::{Config, DEFAULT_CONFIG};
+use progscore_runtime::policy::exit;
 
 /// Exit status: everything done.
-pub const EXIT_OK: u8 = 0;
+pub const EXIT_OK: u8 = exit::OK;
 /// Exit status: the work ran but something failed (refused run, failing verdict with --fail-on).
-pub const EXIT_FAILED: u8 = 1;
+pub const EXIT_FAILED: u8 = exit::FAILED;
 /// Exit status: usage or configuration error.
-pub const EXIT_ERROR: u8 = 2;
+pub const EXIT_ERROR: u8 = exit::ERROR;
 /// Exit status of `compare`: the comparator could not decide.
 pub const EXIT_UNDETERMINED: u8 = 3;
-/// Exit status: the sandbox could not run some items (a profile refused at
-/// preflight, an engine that stopped answering); nothing was stored for them.
-pub const EXIT_UNAVAILABLE: u8 = 3;
 
 /// Runs submitted programs in a hardened sandbox and scores what they do.
 #[derive(Debug, Parser)]

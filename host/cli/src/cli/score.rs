@@ -1,24 +1,22 @@
 //! `progscore score` and `progscore rescore`: batches of items.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use futures_util::StreamExt;
-use progscore_runtime::batch::{Batch, BatchItem, BatchLineError};
+use progscore_runtime::batch::{Batch, BatchItem};
+use progscore_runtime::batch_run::{self, ItemEvent, PreparedBatch, Tally};
 use progscore_runtime::config::Config;
+use progscore_runtime::policy::{BatchEnd, exit, exit_status};
 use progscore_runtime::session::Session;
-use progscore_sandbox::SandboxError;
 use progscore_scoring::evidence::StoreError;
-use progscore_scoring::{
-    Condition, ProgramInput, RescoreRequest, ScoreRequest, ScoringError, ScoringExpectation,
-};
+use progscore_scoring::{ProgramInput, RescoreRequest, ScoringError};
 use tokio_util::sync::CancellationToken;
 
+use super::Terminations;
 use super::output::{Output, Progress, Summary, result_line, verdict_word};
-use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, Terminations};
 
 /// Rescored items written per transaction.
 const RESCORE_CHUNK: usize = 1000;
@@ -71,55 +69,34 @@ pub struct RescoreArgs {
     fail_on: Vec<FailOn>,
 }
 
-/// The items to score and the refused lines, or the exit status when
-/// `--strict` stops everything.
-type Prepared = Result<(Vec<BatchItem>, Vec<BatchLineError>), u8>;
-
 /// Reads the batch and checks every line's expectation; reports bad lines.
-fn prepare(session: &Session, batch: &Path, strict: bool) -> anyhow::Result<Prepared> {
-    let Batch { items, mut errors } = Batch::read(batch)?;
-    let mut good = Vec::with_capacity(items.len());
-    for mut item in items {
-        // A language name becomes its profile's own name here, so that the
-        // preflight and the summary name profiles.
-        item.expectation = session.replayer.canonical(item.expectation);
-        // Offline sessions (rescore) validate inside the rescore itself.
-        let checked = match &session.scorer {
-            Some(scorer) => scorer.validate(&item.expectation),
-            None => Ok(()),
-        };
-        match checked {
-            Ok(()) => good.push(item),
-            Err(err) => errors.push(BatchLineError {
-                file: batch.display().to_string(),
-                line: item.line,
-                id: Some(item.id.clone()),
-                field: Some(format!("expectation.{}", err.field_path())),
-                message: err.to_string(),
-            }),
-        }
-    }
-    errors.sort_by_key(|e| e.line);
-    for error in &errors {
+/// `None` when `--strict` stops everything.
+fn prepare(session: &Session, batch: &Path, strict: bool) -> anyhow::Result<Option<PreparedBatch>> {
+    let prepared = batch_run::prepare(
+        Batch::read(batch)?,
+        &batch.display().to_string(),
+        &session.replayer,
+        session.scorer.as_ref(),
+    );
+    for error in &prepared.bad_lines {
         eprintln!("progscore: {error}");
     }
-    if strict && !errors.is_empty() {
+    if strict && !prepared.bad_lines.is_empty() {
         eprintln!(
             "progscore: --strict: nothing scored ({} bad line(s))",
-            errors.len()
+            prepared.bad_lines.len()
         );
-        return Ok(Err(EXIT_ERROR));
+        return Ok(None);
     }
-    Ok(Ok((good, errors)))
+    Ok(Some(prepared))
 }
 
 pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
     // Caught before anything is created, so no signal can leave a container.
     let signals = Terminations::install();
     let session = Session::open(config, super::wasi_workers())?;
-    let (items, bad_lines) = match prepare(&session, &args.batch, args.strict)? {
-        Ok(prepared) => prepared,
-        Err(code) => return Ok(code),
+    let Some(prepared) = prepare(&session, &args.batch, args.strict)? else {
+        return Ok(exit::ERROR);
     };
     let scorer = session
         .scorer
@@ -131,36 +108,11 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
     // Every profile the batch uses is checked before anything runs; the
     // items of a profile that cannot run are not scored and nothing of
     // them is stored.
-    let mut refused: BTreeMap<String, SandboxError> = BTreeMap::new();
-    let profiles: std::collections::BTreeSet<String> = items
-        .iter()
-        .filter_map(|item| profile_of(&item.expectation).map(str::to_string))
-        .collect();
-    let checks = futures_util::future::join_all(
-        profiles
-            .iter()
-            .map(|profile| async move { (profile.clone(), scorer.preflight(profile).await) }),
-    );
-    let checks = tokio::select! {
-        checks = checks => checks,
-        () = cancel.cancelled() => Vec::new(),
-    };
-    for (profile, check) in checks {
-        if let Err(err) = check {
-            refused.insert(profile, err);
-        }
-    }
-    let (items, refused_items): (Vec<BatchItem>, Vec<BatchItem>) =
-        items.into_iter().partition(|item| {
-            profile_of(&item.expectation).is_none_or(|profile| !refused.contains_key(profile))
-        });
-    for (profile, err) in &refused {
-        let count = refused_items
-            .iter()
-            .filter(|item| profile_of(&item.expectation) == Some(profile))
-            .count();
+    let checked = batch_run::preflight(scorer, prepared.items, &cancel).await;
+    for refused in &checked.refused {
         eprintln!(
-            "progscore: profile `{profile}` cannot run here: {err}\n  {count} item(s) of it not scored; nothing was stored for them"
+            "progscore: profile `{}` cannot run here: {}\n  {} item(s) of it not scored; nothing was stored for them",
+            refused.profile, refused.error, refused.items
         );
     }
 
@@ -173,34 +125,18 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
         .unwrap_or(0);
     let jobs = args
         .jobs
-        .unwrap_or_else(|| progscore_runtime::policy::default_jobs(engines_take))
-        .max(1);
+        .unwrap_or_else(|| progscore_runtime::policy::default_jobs(engines_take));
     let mut out = Output::open(args.out.as_ref())?;
-    let mut progress = Progress::new(items.len() + refused_items.len());
+    let mut progress = Progress::new(checked.items.len() + checked.refused_items());
     let started = Instant::now();
-    let mut results = futures_util::stream::iter(items)
-        .map(|item| {
-            let request = ScoreRequest::new(ProgramInput::Inline(item.program), item.expectation)
-                .item_id(item.id.clone())
-                .fresh(args.fresh)
-                .cancel(cancel.child_token());
-            let cancel = cancel.clone();
-            async move {
-                if cancel.is_cancelled() {
-                    return (item.id, Err(ScoringError::Cancelled));
-                }
-                (item.id, scorer.score(request).await)
-            }
-        })
-        .buffer_unordered(jobs);
-    let mut summary = Summary {
-        not_scored: refused_items.len(),
-        ..Summary::default()
-    };
-    // Why the batch stopped before its end, when the sandbox went away.
-    let mut stopped: Option<String> = None;
-    // Set when the evidence store itself failed.
-    let mut store_failed: Option<String> = None;
+    let mut tally = Tally::new(checked.refused_items(), &cancel);
+    let mut results = std::pin::pin!(batch_run::score_all(
+        scorer,
+        checked.items,
+        jobs,
+        args.fresh,
+        &cancel
+    ));
     // The result lines, kept for --report.
     let mut written: Vec<serde_json::Value> = Vec::new();
     let mut ticker = tokio::time::interval(Duration::from_secs(2));
@@ -209,55 +145,35 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
         tokio::select! {
             next = results.next() => {
                 let Some((id, result)) = next else { break };
-                match result {
-                    Ok(score) => {
+                match tally.record(id, result) {
+                    ItemEvent::Scored(score) => {
                         let line = result_line(&score, None);
                         out.line(&line)?;
                         if args.report.is_some() {
                             written.push(line);
                         }
-                        summary.add(&score);
-                        progress.done(&summary);
                     }
-                    Err(ScoringError::Cancelled) => summary.cancelled += 1,
-                    Err(ScoringError::Store(err)) if err.is_store_fault() => {
-                        // The same for every item: said once, and the batch stops.
-                        summary.errors += 1;
-                        if store_failed.is_none() {
-                            eprintln!("progscore: {}", store_fault_message(&session, &err));
-                            store_failed = Some(err.to_string());
-                            cancel.cancel();
-                        }
-                        progress.done(&summary);
+                    ItemEvent::Cancelled | ItemEvent::AlreadySaid => {}
+                    ItemEvent::StoreFailed(err) => {
+                        eprintln!("progscore: {}", store_fault_message(&session, &err));
                     }
-                    Err(ScoringError::Refused(err)) => {
-                        summary.not_scored += 1;
-                        if matches!(err, SandboxError::EngineUnavailable { .. }) {
-                            // No further item is burned against a dead engine.
-                            if stopped.is_none() {
-                                eprintln!("progscore: {err}");
-                                stopped = Some(err.to_string());
-                                cancel.cancel();
-                            }
-                        } else {
-                            eprintln!("progscore: item {id}: not scored: {err}");
-                        }
-                        progress.done(&summary);
+                    ItemEvent::EngineGone(err) => eprintln!("progscore: {err}"),
+                    ItemEvent::NotScored { id, error } => {
+                        eprintln!("progscore: item {id}: not scored: {error}");
                     }
-                    Err(err) => {
-                        eprintln!("progscore: item {id}: {err}");
-                        summary.errors += 1;
-                        progress.done(&summary);
-                    }
+                    ItemEvent::Failed { id, error } => eprintln!("progscore: item {id}: {error}"),
                 }
+                progress.done(&tally.summary);
             }
-            _ = ticker.tick() => progress.tick(&summary, started),
+            _ = ticker.tick() => progress.tick(&tally.summary, started),
         }
     }
     interrupt.abort();
     progress.finish();
     out.flush()?;
-    summary.print(started.elapsed(), bad_lines.len());
+    let summary = &tally.summary;
+    let bad_lines = prepared.bad_lines.len();
+    summary.print(started.elapsed(), bad_lines);
     if let Some(path) = &args.report {
         // Scored items are stored and their lines written: a report that
         // cannot be made is said, and loses nothing.
@@ -267,32 +183,25 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
             Err(err) => eprintln!("progscore: no report: {err:#}"),
         }
     }
-    if let Some(signal) = received.get() {
-        eprintln!(
-            "progscore: {}: {} item(s) not scored; their containers were removed. Run the same command again to continue.",
-            signal.name,
-            summary.cancelled + summary.not_scored
-        );
-        return Ok(signal.exit_code);
-    }
-    if store_failed.is_some() {
-        eprintln!(
+    let end = tally.end(received.get().map(|signal| signal.exit_code));
+    let unscored = summary.cancelled + summary.not_scored;
+    match end {
+        BatchEnd::Interrupted { .. } => {
+            let name = received.get().map_or("signal", |signal| signal.name);
+            eprintln!(
+                "progscore: {name}: {unscored} item(s) not scored; their containers were removed. Run the same command again to continue."
+            );
+        }
+        BatchEnd::StoreFailed => eprintln!(
             "progscore: stopped: the evidence store failed; {} item(s) not scored. The results written so far stand.",
-            summary.cancelled + summary.not_scored + summary.errors
-        );
-        return Ok(EXIT_ERROR);
+            unscored + summary.errors
+        ),
+        BatchEnd::EngineGone => eprintln!(
+            "progscore: stopped: {unscored} item(s) not scored (nothing was stored for them; finished results are). Run the same command again to continue once the engine is back."
+        ),
+        BatchEnd::NotScored | BatchEnd::Finished => {}
     }
-    if stopped.is_some() {
-        eprintln!(
-            "progscore: stopped: {} item(s) not scored (nothing was stored for them; finished results are). Run the same command again to continue once the engine is back.",
-            summary.cancelled + summary.not_scored
-        );
-        return Ok(EXIT_UNAVAILABLE);
-    }
-    if summary.not_scored > 0 {
-        return Ok(EXIT_UNAVAILABLE);
-    }
-    Ok(exit_code(&summary, &args.fail_on, bad_lines.len()))
+    Ok(exit_status(end, summary, fail_on(&args.fail_on), bad_lines))
 }
 
 /// The batch's results as an HTML page, its wall time the batch's own.
@@ -315,21 +224,11 @@ fn write_report(
     Ok(())
 }
 
-/// The profile an item's expectation names (validated items have one).
-fn profile_of(expectation: &ScoringExpectation) -> Option<&str> {
-    expectation
-        .conditions
-        .first()
-        .map(|condition| match condition {
-            Condition::ProgramBehaves(behaves) => behaves.profile.as_str(),
-        })
-}
-
 pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
     let session = Session::open_offline(config)?;
-    let (items, bad_lines) = match prepare(&session, &args.batch, args.strict)? {
-        Ok(prepared) => prepared,
-        Err(code) => return Ok(code),
+    let Some(PreparedBatch { items, bad_lines }) = prepare(&session, &args.batch, args.strict)?
+    else {
+        return Ok(exit::ERROR);
     };
     let mut out = Output::open(args.out.as_ref())?;
     let started = Instant::now();
@@ -408,7 +307,13 @@ pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
         }
     }
     summary.print(started.elapsed(), bad_lines.len());
-    Ok(exit_code(&summary, &args.fail_on, bad_lines.len()))
+    let end = BatchEnd::of(&summary, None);
+    Ok(exit_status(
+        end,
+        &summary,
+        fail_on(&args.fail_on),
+        bad_lines.len(),
+    ))
 }
 
 /// A fault of the store itself, said once: which file, where the batch
@@ -419,7 +324,7 @@ fn store_fault(session: &Session, err: &StoreError, batch: &Path, line: usize) -
         store_fault_message(session, err),
         batch.display()
     );
-    EXIT_ERROR
+    exit::ERROR
 }
 
 /// The fault with the store's file named once, and how to check the file.
@@ -437,13 +342,10 @@ fn store_fault_message(session: &Session, err: &StoreError) -> String {
     format!("{fault}\n  Check the store with: sqlite3 {location} \"PRAGMA integrity_check\"")
 }
 
-fn exit_code(summary: &Summary, fail_on: &[FailOn], bad_lines: usize) -> u8 {
-    if bad_lines > 0 || summary.errors > 0 {
-        return EXIT_ERROR;
+/// The `--fail-on` flags as the batch policy takes them.
+fn fail_on(flags: &[FailOn]) -> progscore_runtime::policy::FailOn {
+    progscore_runtime::policy::FailOn {
+        falses: flags.contains(&FailOn::False),
+        undetermined: flags.contains(&FailOn::Undetermined),
     }
-    let failing = fail_on.iter().any(|f| match f {
-        FailOn::False => summary.falses > 0,
-        FailOn::Undetermined => summary.undetermined > 0,
-    });
-    if failing { EXIT_FAILED } else { EXIT_OK }
 }

@@ -568,7 +568,8 @@ def stop_runtimes(address: Optional[str] = None) -> int:
 # ---------------------------------------------------------------- the command
 
 
-_EXIT_OK, _EXIT_FAILED, _EXIT_ERROR, _EXIT_UNAVAILABLE = 0, 1, 2, 3
+# The exit statuses this module returns itself (a batch's comes from the runtime).
+_EXIT_OK, _EXIT_ERROR = 0, 2
 
 
 async def _score_batch(args: argparse.Namespace) -> int:
@@ -667,23 +668,16 @@ async def _score_batch(args: argparse.Namespace) -> int:
             out.close()
     counts = summary.counts()
     sys.stderr.write(summary.render(time.monotonic() - started, len(bad_lines)))
+    signal_exit = 128 + int(received[0]) if received else None
     if received:
-        name = received[0].name
         not_scored = counts["cancelled"] + counts["not_scored"]
         print(
-            f"progscore: {name}: {not_scored} item(s) not scored; their containers were removed. "
+            f"progscore: {received[0].name}: {not_scored} item(s) not scored; their containers were removed. "
             "Run the same command again to continue.",
             file=sys.stderr,
         )
-        return 128 + int(received[0])
-    if counts["not_scored"] > 0:
-        return _EXIT_UNAVAILABLE
-    if bad_lines or counts["errors"] > 0:
-        return _EXIT_ERROR
-    failing = ("false" in args.fail_on and counts["false"] > 0) or (
-        "undetermined" in args.fail_on and counts["undetermined"] > 0
-    )
-    return _EXIT_FAILED if failing else _EXIT_OK
+    # The same exit status as `progscore score`, from the same policy.
+    return summary.exit_status(len(bad_lines), list(args.fail_on), signal_exit)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
