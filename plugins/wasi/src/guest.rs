@@ -24,7 +24,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 use crate::capture::CapturePipe;
 use crate::clock::{ProgramClock, Stop, lock, millis};
 use crate::outcome::classify;
-use crate::trace::WasiTrace;
+use crate::trace::{TracedStore, WasiTrace};
 
 /// Where the stdlib folder appears in the guest. CPython's WASI build looks for
 /// `/usr/local/lib/python315.zip` (its compiled-in prefix).
@@ -386,6 +386,16 @@ pub(crate) struct GuestState {
     clock: Option<Arc<Mutex<ProgramClock>>>,
     /// What the program tries, when traced.
     pub(crate) trace: Option<WasiTrace>,
+}
+
+impl TracedStore for GuestState {
+    fn wasi(&mut self) -> &mut WasiP1Ctx {
+        &mut self.wasi
+    }
+
+    fn trace(&mut self) -> Option<&mut WasiTrace> {
+        self.trace.as_mut()
+    }
 }
 
 /// Refuses linear-memory growth beyond the profile's cap and remembers that it did.

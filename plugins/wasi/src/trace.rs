@@ -21,10 +21,9 @@ use progscore_sandbox::behaviour::{
     bounded_text, normalise_path,
 };
 use wasmtime::{Caller, Extern, Linker};
+use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p1::wasi_snapshot_preview1 as p1;
 use wiggle::GuestMemory;
-
-use crate::guest::GuestState;
 
 /// The kinds a WASI trace covers.
 pub(crate) const TRACED_KINDS: [ActionKind; 3] = [
@@ -200,7 +199,7 @@ fn guest_text(memory: &[u8], ptr: i32, len: i32) -> String {
 }
 
 /// The guest's linear memory, as wasmtime-wasi's own imports find it.
-fn memory(caller: &mut Caller<'_, GuestState>) -> wasmtime::Result<wasmtime::Memory> {
+fn memory<T>(caller: &mut Caller<'_, T>) -> wasmtime::Result<wasmtime::Memory> {
     match caller.get_export("memory") {
         Some(Extern::Memory(memory)) => Ok(memory),
         _ => Err(wasmtime::Error::msg("the guest exports no memory")),
@@ -209,15 +208,24 @@ fn memory(caller: &mut Caller<'_, GuestState>) -> wasmtime::Result<wasmtime::Mem
 
 const MODULE: &str = "wasi_snapshot_preview1";
 
+/// What the traced imports need of a guest's store data: the WASI state
+/// that answers, and the trace that records (none when not traced).
+pub(crate) trait TracedStore: Send + 'static {
+    /// The WASI preview 1 state.
+    fn wasi(&mut self) -> &mut WasiP1Ctx;
+    /// The invocation's trace, when it is traced.
+    fn trace(&mut self) -> Option<&mut WasiTrace>;
+}
+
 /// Puts the traced imports in place of wasmtime-wasi's (added before): each
 /// reads its arguments, lets wasmtime-wasi answer, and records the answer
 /// when the invocation is traced.
-pub(crate) fn add_to_linker(linker: &mut Linker<GuestState>) -> wasmtime::Result<()> {
+pub(crate) fn add_to_linker<T: TracedStore>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     linker.func_wrap_async(
         MODULE,
         "path_open",
-        |mut caller: Caller<'_, GuestState>,
+        |mut caller: Caller<'_, T>,
          (
             fd,
             dirflags,
@@ -236,7 +244,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<GuestState>) -> wasmtime::Result
                 let errno = {
                     let mut guest = GuestMemory::Unshared(&mut *bytes);
                     p1::path_open(
-                        &mut state.wasi,
+                        state.wasi(),
                         &mut guest,
                         fd,
                         dirflags,
@@ -250,7 +258,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<GuestState>) -> wasmtime::Result
                     )
                     .await?
                 };
-                if let Some(trace) = &mut state.trace {
+                if let Some(trace) = state.trace() {
                     let opened = (errno == 0)
                         .then(|| {
                             let at = usize::try_from(opened_ptr).ok()?;
@@ -267,17 +275,16 @@ pub(crate) fn add_to_linker(linker: &mut Linker<GuestState>) -> wasmtime::Result
     linker.func_wrap_async(
         MODULE,
         "path_unlink_file",
-        |mut caller: Caller<'_, GuestState>, (fd, path_ptr, path_len): (i32, i32, i32)| {
+        |mut caller: Caller<'_, T>, (fd, path_ptr, path_len): (i32, i32, i32)| {
             Box::new(async move {
                 let memory = memory(&mut caller)?;
                 let (bytes, state) = memory.data_and_store_mut(&mut caller);
                 let relative = guest_text(bytes, path_ptr, path_len);
                 let errno = {
                     let mut guest = GuestMemory::Unshared(&mut *bytes);
-                    p1::path_unlink_file(&mut state.wasi, &mut guest, fd, path_ptr, path_len)
-                        .await?
+                    p1::path_unlink_file(state.wasi(), &mut guest, fd, path_ptr, path_len).await?
                 };
-                if let Some(trace) = &mut state.trace {
+                if let Some(trace) = state.trace() {
                     let path = trace.path(fd, &relative);
                     trace.record(
                         Action::FsUnlink {
@@ -293,7 +300,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<GuestState>) -> wasmtime::Result
     linker.func_wrap_async(
         MODULE,
         "path_rename",
-        |mut caller: Caller<'_, GuestState>,
+        |mut caller: Caller<'_, T>,
          (fd, old_ptr, old_len, new_fd, new_ptr, new_len): (i32, i32, i32, i32, i32, i32)| {
             Box::new(async move {
                 let memory = memory(&mut caller)?;
@@ -303,7 +310,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<GuestState>) -> wasmtime::Result
                 let errno = {
                     let mut guest = GuestMemory::Unshared(&mut *bytes);
                     p1::path_rename(
-                        &mut state.wasi,
+                        state.wasi(),
                         &mut guest,
                         fd,
                         old_ptr,
@@ -314,7 +321,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<GuestState>) -> wasmtime::Result
                     )
                     .await?
                 };
-                if let Some(trace) = &mut state.trace {
+                if let Some(trace) = state.trace() {
                     let from = trace.path(fd, &old);
                     let to = trace.path(new_fd, &new);
                     trace.record(
