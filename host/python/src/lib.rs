@@ -10,6 +10,7 @@
 
 mod remote;
 mod task;
+mod wake;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -6,15 +6,13 @@
 //! posted request writes a byte to a socket the driver's event loop watches,
 //! and the loop takes the requests on its own thread.
 
-use std::io::{ErrorKind, Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 
 use progscore_runtime::remote::{Desk, Posted, RemoteRequest};
 use pyo3::prelude::*;
 
 use crate::task::{Failure, NativeTask, NativeWaker};
+use crate::wake::{WakeReader, wake_pair};
 use progscore_sandbox::SandboxClient;
 
 use crate::InvalidExpectationError;
@@ -23,19 +21,13 @@ use crate::InvalidExpectationError;
 #[pyclass(frozen, module = "progscore._native")]
 pub(crate) struct NativeDesk {
     pub(crate) desk: Arc<Desk>,
-    readable: UnixStream,
+    readable: WakeReader,
 }
 
 impl NativeDesk {
     pub(crate) fn new() -> PyResult<NativeDesk> {
-        let (readable, writable) = UnixStream::pair()?;
-        readable.set_nonblocking(true)?;
-        writable.set_nonblocking(true)?;
-        let desk = Desk::new(move || {
-            // A full socket already holds an unread wake; a closed one has
-            // no loop left to wake.
-            let _ = (&writable).write(&[1]);
-        });
+        let (readable, writable) = wake_pair()?;
+        let desk = Desk::new(move || writable.wake());
         Ok(NativeDesk { desk, readable })
     }
 }
@@ -44,21 +36,13 @@ impl NativeDesk {
 impl NativeDesk {
     /// The descriptor that becomes readable when something was posted.
     fn fileno(&self) -> i32 {
-        self.readable.as_raw_fd()
+        self.readable.fileno()
     }
 
     /// What was posted since the last call, in order: `(id, request JSON)`
     /// for a request, `(id, None)` when its caller stopped waiting.
     fn take(&self) -> Vec<(u64, Option<String>)> {
-        let mut bytes = [0u8; 512];
-        loop {
-            match (&self.readable).read(&mut bytes) {
-                Ok(0) => break,
-                Ok(_) => continue,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            }
-        }
+        self.readable.drain();
         self.desk
             .take_posted()
             .into_iter()

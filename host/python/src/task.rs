@@ -14,15 +14,13 @@
 //! after the containers and workspaces it made are gone.
 
 use std::future::Future;
-use std::io::{ErrorKind, Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
+use crate::wake::{WakeReader, WakeWriter, wake_pair};
 use crate::{
     EvidenceStoreError, InvalidExpectationError, ProgscoreError, ReplayRefusedError,
     SandboxRefusedError,
@@ -74,12 +72,12 @@ type Outcome = Result<String, Failure>;
 #[pyclass(frozen, module = "progscore._native")]
 pub(crate) struct NativeWaker {
     shared: Arc<WakerShared>,
-    readable: UnixStream,
+    readable: WakeReader,
 }
 
 struct WakerShared {
     finished: Mutex<Vec<u64>>,
-    writable: UnixStream,
+    writable: WakeWriter,
 }
 
 impl WakerShared {
@@ -88,9 +86,7 @@ impl WakerShared {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(task);
-        // A full socket already holds an unread wake; a closed one has no
-        // loop left to wake.
-        let _ = (&self.writable).write(&[1]);
+        self.writable.wake();
     }
 }
 
@@ -98,9 +94,7 @@ impl WakerShared {
 impl NativeWaker {
     #[new]
     fn new() -> PyResult<NativeWaker> {
-        let (readable, writable) = UnixStream::pair()?;
-        readable.set_nonblocking(true)?;
-        writable.set_nonblocking(true)?;
+        let (readable, writable) = wake_pair()?;
         Ok(NativeWaker {
             shared: Arc::new(WakerShared {
                 finished: Mutex::new(Vec::new()),
@@ -112,21 +106,13 @@ impl NativeWaker {
 
     /// The descriptor that becomes readable when a task has ended.
     fn fileno(&self) -> i32 {
-        self.readable.as_raw_fd()
+        self.readable.fileno()
     }
 
     /// Consumes the wakes and returns the ids of the tasks that ended since
     /// the last call (a task that ends meanwhile wakes the loop again).
     fn drain(&self) -> Vec<u64> {
-        let mut bytes = [0u8; 512];
-        loop {
-            match (&self.readable).read(&mut bytes) {
-                Ok(0) => break,
-                Ok(_) => continue,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            }
-        }
+        self.readable.drain();
         std::mem::take(
             &mut *self
                 .shared
