@@ -1,8 +1,8 @@
 """progscore.ray on a real Ray cluster on this machine: a head (no CPUs, so
 no programs) and two worker nodes, each its own raylet. What a user of a
 cluster would notice: programs on both nodes with every verdict right, a
-rerun that reuses the evidence, a node killed mid-batch, a driver stopped
-by SIGTERM, two drivers at once under one cap, a node that cannot run a
+rerun that reuses the evidence, a node killed mid-batch, containers killed
+or removed from outside, a driver stopped by SIGTERM, two drivers at once under one cap, a node that cannot run a
 profile."""
 
 from __future__ import annotations
@@ -189,6 +189,47 @@ async def test_a_worker_killed_mid_batch_leaves_no_false_and_no_duplicate_and_th
     await local.execute_async(program="print(1)\n", runtime_profile_name="python", invocations=[ProgramInvocation()])
     assert victim_owner is not None
     assert containers(victim_owner) == []
+
+
+async def test_containers_killed_or_removed_from_outside_give_no_false_and_a_rerun_completes(
+    cluster: tuple[Cluster, list[Any]], config: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """`docker kill` and `docker rm -f` of containers a node runs for the
+    driver: the struck programs are undetermined (never false), nothing of a
+    struck run is stored, and the same batch scored again is all true."""
+    items = [sleeper(index, 1.5) for index in range(12)]
+    struck: list[str] = []
+    async with RayScorer(config=config, jobs_per_node=JOBS_PER_NODE) as scorer:
+        batch = asyncio.ensure_future(scorer.score_many_async(items))
+        while not batch.done() and len(struck) < 4:
+            for node in await scorer.node_stats():
+                running = containers(node.docker_owner, "status=running") if node.docker_owner else []
+                for name in running[:1]:
+                    if name in struck:
+                        continue
+                    # Alternately killed and removed, as another user of the engine might.
+                    action = ["kill"] if len(struck) % 2 == 0 else ["rm", "-f"]
+                    if subprocess.run(["docker", *action, name], capture_output=True).returncode == 0:
+                        struck.append(name)
+            await asyncio.sleep(0.05)
+        results = await batch
+    assert len(struck) >= 2, f"no container was caught running: {struck}"
+    scores = [result for result in results if isinstance(result, Score)]
+    assert len(scores) == len(items), results
+    assert False not in [score.value for score in scores], [(s.item_id, s.value, s.reason) for s in scores]
+    undetermined = [score for score in scores if score.value is None]
+    assert undetermined, "a struck program was scored as if its run were whole"
+    for score in undetermined:
+        assert score.reason_kind == "sandbox_error", (score.item_id, score.reason)
+    # Only whole runs are evidence: the rerun runs the struck programs again
+    # and reuses the rest.
+    stored = set(observations(tmp_path / "evidence.db"))
+    async with RayScorer(config=config, jobs_per_node=JOBS_PER_NODE) as scorer:
+        again = await scorer.score_many_async(items)
+    rescored = [result for result in again if isinstance(result, Score)]
+    assert [score.value for score in rescored] == [True] * len(items), again
+    reused = {score.observation_ids[0] for score in rescored} & stored
+    assert len(reused) == len(items) - len(undetermined)
 
 
 def test_sigterm_of_the_driver_cancels_every_run_and_leaves_nothing_on_any_node(

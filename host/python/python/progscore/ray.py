@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -35,9 +36,9 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, Optional, ParamSpec, TypeVar, Union
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -60,6 +61,9 @@ NAMESPACE = "progscore"
 NODE_CONFIG_ENV = "PROGSCORE_RAY_NODE_CONFIG"
 """Set in a node's environment (its raylet's), the config its runtime loads
 instead of the driver's path."""
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 # How long a cancelled run may take to end on its node (its cleanup) before
 # the driver stops waiting for it.
@@ -94,7 +98,7 @@ class _NodeRuntime:
     def attach(self) -> dict[str, Any]:
         """A driver starts using this runtime; its figures."""
         self._drivers += 1
-        return self.stats()
+        return self._figures()
 
     async def detach(self) -> None:
         """A driver is done with this runtime. The last one ends it: nothing
@@ -113,7 +117,13 @@ class _NodeRuntime:
             self._running -= 1
             self._served += 1
 
-    def stats(self) -> dict[str, Any]:
+    @ray.method(concurrency_group="control")
+    async def stats(self) -> dict[str, Any]:
+        """This runtime's figures, answered beside the runs (a concurrency
+        group of its own): a node running at its cap still answers."""
+        return self._figures()
+
+    def _figures(self) -> dict[str, Any]:
         return {
             "node_id": ray.get_runtime_context().get_node_id(),
             "capacity": self._capacity,
@@ -180,7 +190,9 @@ class _Cluster:
         """Finds (or places) one runtime on every alive node with CPUs (and
         the node resource, when one is asked for), and attaches to it."""
         digest = _config_digest(self._config_path)
-        runtime_class = ray.remote(_NodeRuntime)
+        # `stats` answers in a group of its own, beside the runs that fill
+        # max_concurrency (Ray's stubs do not list this keyword).
+        runtime_class = ray.remote(concurrency_groups={"control": 2})(_NodeRuntime)  # type: ignore[call-overload]
         placed = []
         for node in ray.nodes():  # type: ignore[no-untyped-call]
             cpus = int(node.get("Resources", {}).get("CPU", 0))
@@ -526,28 +538,23 @@ async def score_many_async(
         return await scorer.score_many_async(items, fresh=fresh)
 
 
-def score_many(
-    items: Iterable[ScoringItem],
-    *,
-    config: Union[str, os.PathLike[str]],
-    store: Union[str, os.PathLike[str], None] = None,
-    address: Optional[str] = None,
-    jobs_per_node: Optional[int] = None,
-    node_resource: Optional[str] = None,
-    fresh: bool = False,
-) -> list[Union[Score, ProgscoreError]]:
-    """The synchronous twin of ``score_many_async``."""
-    return asyncio.run(
-        score_many_async(
-            items,
-            config=config,
-            store=store,
-            address=address,
-            jobs_per_node=jobs_per_node,
-            node_resource=node_resource,
-            fresh=fresh,
-        )
-    )
+def _synchronous(function: Callable[_P, Awaitable[_T]]) -> Callable[_P, _T]:
+    """The synchronous twin of an async function: the same parameters, run
+    to its end in a new event loop."""
+
+    @functools.wraps(function)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        return asyncio.run(_awaited(function(*args, **kwargs)))
+
+    run.__doc__ = f"The synchronous twin of ``{function.__name__}``."
+    return run
+
+
+async def _awaited(awaitable: Awaitable[_T]) -> _T:
+    return await awaitable
+
+
+score_many = _synchronous(score_many_async)
 
 
 def stop_runtimes(address: Optional[str] = None) -> int:
