@@ -890,6 +890,19 @@ EOF
     log "wrote $CONFIG_OUT (python image ${digest}; languages: ${LANGUAGES:-none})"
 }
 
+# A venv at $1 with $2 (a requirements file) installed, unless its stamp
+# (the requirements it was made with) already matches.
+install_venv() {
+    local venv="$1" requirements="$2"
+    if ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then
+        python3 -c 'import ensurepip, venv' 2>/dev/null ||
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+    fi
+    "$venv/bin/pip" install -q -r "$requirements"
+}
+
 # The published HTTP clients that tests/serve runs against `progscore serve`:
 # the sandbox-fusion SDK in a cached venv, and verl's SandboxFusion reward
 # module, the one file of its wheel that is used (fetched without verl's heavy
@@ -906,13 +919,7 @@ ensure_serve_clients() {
         return
     fi
     log "installing the SandboxFusion SDK and verl's reward module into $SERVE_CLIENTS_DIR"
-    if ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then
-        python3 -c 'import ensurepip, venv' 2>/dev/null ||
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null
-        rm -rf "$venv"
-        python3 -m venv "$venv"
-    fi
-    "$venv/bin/pip" install -q -r "$requirements"
+    install_venv "$venv" "$requirements"
     local wheels
     wheels="$(mktemp -d)"
     "$venv/bin/pip" download -q --no-deps -d "$wheels" "verl==$VERL_VERSION"
@@ -938,13 +945,7 @@ ensure_python_test_env() {
         return
     fi
     log "installing the Python package's test environment (with Ray) into $PYTHON_VENV"
-    if ! "$PYTHON_VENV/bin/python" -c 'import sys' 2>/dev/null; then
-        python3 -c 'import ensurepip, venv' 2>/dev/null ||
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null
-        rm -rf "$PYTHON_VENV"
-        python3 -m venv "$PYTHON_VENV"
-    fi
-    "$PYTHON_VENV/bin/pip" install -q -r "$requirements"
+    install_venv "$PYTHON_VENV" "$requirements"
     cp "$requirements" "$stamp"
 }
 
