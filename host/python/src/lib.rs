@@ -8,6 +8,7 @@
 //! ends, and reads its outcome on its own thread (see `task.rs` for why
 //! progscore's threads never touch Python).
 
+mod errors;
 mod remote;
 mod task;
 mod wake;
@@ -26,44 +27,16 @@ use progscore_scoring::{
     ObservationRef, OutputComparator, ProgramExecutionScorer, ProgramExecutionSource, ProgramInput,
     ReplayRequest, RescoreRequest, ScoreRequest, ScoringError, ScoringExpectation,
 };
-use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
+use crate::errors::{
+    EvidenceStoreError, InvalidExpectationError, ProgscoreError, ReplayRefusedError,
+    SandboxRefusedError,
+};
 use crate::remote::NativeDesk;
 use crate::task::{Failure, NativeTask, NativeWaker};
-
-create_exception!(
-    _native,
-    ProgscoreError,
-    PyException,
-    "Any error of progscore."
-);
-create_exception!(
-    _native,
-    InvalidExpectationError,
-    ProgscoreError,
-    "An expectation (or a profile, or an invocation) is invalid; nothing ran."
-);
-create_exception!(
-    _native,
-    SandboxRefusedError,
-    ProgscoreError,
-    "The sandbox refused the run: nothing of the program's behaviour is known, nothing was stored."
-);
-create_exception!(
-    _native,
-    ReplayRefusedError,
-    ProgscoreError,
-    "A replay was refused (not stored, tampered, other profile or invocations); nothing was written."
-);
-create_exception!(
-    _native,
-    EvidenceStoreError,
-    ProgscoreError,
-    "The evidence store failed."
-);
 
 /// The sandboxes of a set of profiles (Docker, gVisor, WASI), and the user
 /// comparators a config names.

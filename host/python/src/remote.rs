@@ -15,7 +15,7 @@ use crate::task::{Failure, NativeTask, NativeWaker};
 use crate::wake::{WakeReader, wake_pair};
 use progscore_sandbox::SandboxClient;
 
-use crate::InvalidExpectationError;
+use crate::errors::InvalidExpectationError;
 
 /// Where the scorer's requests for nodes wait for the dispatcher.
 #[pyclass(frozen, module = "progscore._native")]

@@ -20,11 +20,11 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
-use crate::wake::{WakeReader, WakeWriter, wake_pair};
-use crate::{
+use crate::errors::{
     EvidenceStoreError, InvalidExpectationError, ProgscoreError, ReplayRefusedError,
     SandboxRefusedError,
 };
+use crate::wake::{WakeReader, WakeWriter, wake_pair};
 
 /// The runtime all of the module's work runs on.
 static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
