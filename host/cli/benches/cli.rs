@@ -7,13 +7,15 @@
 //!    10,000-item batch whose evidence is already stored (nothing runs),
 //!    beside the RSS of `progscore profiles` (target <= 150 MB).
 //!
-//! `cargo bench -p progscore --bench cli` (after scripts/setup.sh).
+//! `cargo bench -p progscore --bench cli` (after scripts/setup.sh); add
+//! `-- throughput` or `-- memory` for one part.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use progscore_runtime::backends::Backends;
 use progscore_runtime::comparators::WasmComparators;
 use progscore_runtime::config::Config;
 use progscore_runtime::session::load_comparators;
@@ -42,11 +44,18 @@ fn main() {
     )
     .expect("config");
 
-    println!("progscore score vs hardened `docker run` loop, {PROGRAMS} programs");
-    throughput(&repo, dir.path(), &config_path);
-    println!();
-    println!("peak RSS, {BIG_BATCH}-item batch with stored evidence");
-    memory(dir.path(), &config_path);
+    // `cargo bench --bench cli -- memory` (or `throughput`) runs one part.
+    let only = std::env::args().skip(1).find(|arg| !arg.starts_with("--"));
+    let runs = |part: &str| only.as_deref().is_none_or(|only| only == part);
+    if runs("throughput") {
+        println!("progscore score vs hardened `docker run` loop, {PROGRAMS} programs");
+        throughput(&repo, dir.path(), &config_path);
+        println!();
+    }
+    if runs("memory") {
+        println!("peak RSS, {BIG_BATCH}-item batch with stored evidence");
+        memory(dir.path(), &config_path);
+    }
 }
 
 fn item_line(i: usize, expected: &str) -> String {
@@ -187,23 +196,35 @@ fn memory(dir: &Path, config_path: &Path) {
         load_comparators(&config).expect("comparators"),
     )));
     let python = config.profile("python").expect("python").clone();
-    let client = ScriptedClient::new(vec![python]).with_responder(|request| {
-        let index: usize = request.invocations[0].args[0]
-            .parse::<usize>()
-            .unwrap_or(1000)
-            - 1000;
-        Ok(vec![exited_event(
-            0,
-            format!("{}\n", expected_output(index)).as_bytes(),
-            b"",
-        )])
-    });
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    // The evidence is keyed by what the real backend resolves the profile to
+    // (its image digest, the engine's runtime): the scripted client answers
+    // the real preflight, so that `score` finds what was seeded.
+    let resolved = runtime
+        .block_on(
+            Backends::new(vec![python.clone()])
+                .expect("backends")
+                .preflight("python"),
+        )
+        .expect("the python profile's preflight");
+    let client = ScriptedClient::new(vec![python])
+        .with_preflight(move |_| Ok(resolved.clone()))
+        .with_responder(|request| {
+            let index: usize = request.invocations[0].args[0]
+                .parse::<usize>()
+                .unwrap_or(1000)
+                - 1000;
+            Ok(vec![exited_event(
+                0,
+                format!("{}\n", expected_output(index)).as_bytes(),
+                b"",
+            )])
+        });
     let client: Arc<dyn SandboxClient> = Arc::new(client);
     let scorer = ProgramExecutionScorer::new(
         ProgramExecutionSource::new(client, store.clone()),
         comparators,
     );
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let mut lines = Vec::with_capacity(BIG_BATCH);
     let seeding = Instant::now();
     runtime.block_on(async {
