@@ -110,23 +110,20 @@ pub async fn preflight(
         checks = checks => checks,
         () = cancel.cancelled() => Vec::new(),
     };
-    let mut refused: BTreeMap<String, SandboxError> = checks
+    let refused: BTreeMap<String, SandboxError> = checks
         .into_iter()
         .filter_map(|(profile, check)| check.err().map(|err| (profile.clone(), err)))
         .collect();
-    let (items, refused_items): (Vec<BatchItem>, Vec<BatchItem>) = items
+    let (items, kept_back): (Vec<BatchItem>, Vec<BatchItem>) = items
         .into_iter()
         .partition(|item| item.profile().is_none_or(|p| !refused.contains_key(p)));
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for item in &refused_items {
-        if let Some(profile) = item.profile() {
-            *counts.entry(profile).or_default() += 1;
-        }
-    }
-    let refused = std::mem::take(&mut refused)
+    let refused = refused
         .into_iter()
         .map(|(profile, error)| RefusedProfile {
-            items: counts.get(profile.as_str()).copied().unwrap_or(0),
+            items: kept_back
+                .iter()
+                .filter(|item| item.profile() == Some(profile.as_str()))
+                .count(),
             profile,
             error,
         })
