@@ -3,10 +3,9 @@
 use std::sync::Arc;
 
 use progscore_comparator_host::{ComparatorError, ComparatorHost, HostOptions};
+use progscore_sandbox::SandboxClient;
 use progscore_scoring::evidence::{EvidenceStore, StoreError};
-use progscore_scoring::{
-    OutputComparator, ProgramExecutionScorer, ProgramExecutionSource, Replayer,
-};
+use progscore_scoring::{ProgramExecutionScorer, ProgramExecutionSource, Replayer};
 use thiserror::Error;
 
 use crate::backends::{Backends, WasiWorkers};
@@ -58,43 +57,55 @@ impl Session {
         Session::build(config, None)
     }
 
+    /// A session whose programs run on `client` instead of the configured
+    /// backends: what tests of a face's callers build on (a scripted
+    /// client), and what a face with its own dispatch plugs in. The store
+    /// and comparators are the config's, as for [`Session::open`].
+    pub fn with_sandbox(
+        config: &Config,
+        client: Arc<dyn SandboxClient>,
+    ) -> Result<Session, SessionError> {
+        let mut session = Session::build(config, None)?;
+        session.scorer = Some(session.scorer_on(config, client));
+        Ok(session)
+    }
+
     fn build(config: &Config, executing: Option<WasiWorkers>) -> Result<Session, SessionError> {
         let store = EvidenceStore::open(&config.store_path)?;
         let store = Arc::new(store);
         let comparators = Arc::new(load_comparators(config)?);
-        let as_comparator: Arc<dyn OutputComparator> =
-            Arc::new(WasmComparators(comparators.clone()));
         let replayer = Replayer::new(
             store.clone(),
-            as_comparator.clone(),
+            Arc::new(WasmComparators(comparators.clone())),
             config.profiles.clone(),
         )
         .with_languages(config.languages.clone());
-        let (scorer, backends) = if let Some(workers) = executing {
+        let mut session = Session {
+            store,
+            comparators,
+            replayer,
+            scorer: None,
+            backends: None,
+        };
+        if let Some(workers) = executing {
             let backends = Arc::new(Backends::build(
                 config.profiles.clone(),
                 config.docker.options(),
                 config.oci.clone(),
                 workers,
             )?);
-            let source = ProgramExecutionSource::new(backends.clone(), store.clone());
-            (
-                Some(
-                    ProgramExecutionScorer::new(source, as_comparator)
-                        .with_languages(config.languages.clone()),
-                ),
-                Some(backends),
-            )
-        } else {
-            (None, None)
-        };
-        Ok(Session {
-            store,
-            comparators,
-            replayer,
-            scorer,
-            backends,
-        })
+            session.scorer = Some(session.scorer_on(config, backends.clone()));
+            session.backends = Some(backends);
+        }
+        Ok(session)
+    }
+
+    /// The scorer over this session's store and comparators, running
+    /// programs on `client`.
+    fn scorer_on(&self, config: &Config, client: Arc<dyn SandboxClient>) -> ProgramExecutionScorer {
+        let source = ProgramExecutionSource::new(client, self.store.clone());
+        ProgramExecutionScorer::new(source, Arc::new(WasmComparators(self.comparators.clone())))
+            .with_languages(config.languages.clone())
     }
 }
 

@@ -24,15 +24,37 @@ impl EvidenceStore {
         observation: &Observation,
         score: &ScoreRecord,
     ) -> Result<(i64, RecordOutcome), StoreError> {
-        observation
-            .check_consistent()
-            .map_err(StoreError::InvalidRecord)?;
         if !score.observation_ids.contains(&observation.id) {
             return Err(StoreError::InvalidRecord(format!(
                 "the score does not name observation {}",
                 observation.id
             )));
         }
+        let (score_id, outcome) = self.record(program, observation, Some(score))?;
+        Ok((score_id.unwrap_or_default(), outcome))
+    }
+
+    /// Writes an observation that no score rests on yet (a request's own
+    /// view of a run it shared, scored afterwards by replay), as
+    /// [`Self::record_observation_with_score`] does: an identical copy is
+    /// linked, a different one refused with
+    /// [`StoreError::ObservationConflict`].
+    pub fn record_observation(
+        &self,
+        observation: &Observation,
+    ) -> Result<RecordOutcome, StoreError> {
+        Ok(self.record(None, observation, None)?.1)
+    }
+
+    fn record(
+        &self,
+        program: Option<&[u8]>,
+        observation: &Observation,
+        score: Option<&ScoreRecord>,
+    ) -> Result<(Option<i64>, RecordOutcome), StoreError> {
+        observation
+            .check_consistent()
+            .map_err(StoreError::InvalidRecord)?;
         if let Some(program) = program
             && sha256_hex(program) != observation.program_sha256
         {
@@ -64,7 +86,7 @@ impl EvidenceStore {
                 RecordOutcome::Inserted
             }
         };
-        let score_id = insert_score(&tx, score)?;
+        let score_id = score.map(|score| insert_score(&tx, score)).transpose()?;
         tx.commit().map_err(StoreError::sqlite(
             "committing an observation and its score",
         ))?;
