@@ -6,24 +6,64 @@
 //! observation, and why an unproven outcome proves nothing.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 // What a dialect hands over and gets back, beside the call that runs it.
-pub use crate::job::{Executed, JobError, Part, ProgramJob, check_job};
+pub use crate::job::{ClientDeadline, Executed, JobError, Part, ProgramJob, check_job};
 pub use crate::limits::{LimitKey, LimitPart, LimitStage, RequestLimits, size_value, time_value};
 use crate::state::AppState;
 
+/// The pauses before each run again of a request whose run proved nothing
+/// for a reason of the sandbox's (a sandbox error, a case not run, an
+/// unproven timeout, the sandbox refusing the run): an engine restarting
+/// or a container struck from outside is usually over by then. Bounded, so
+/// a server whose engine is gone answers in seconds, in the form each
+/// dialect's clients retry.
+const RERUN_PAUSES: [Duration; 2] = [Duration::from_millis(500), Duration::from_secs(2)];
+
 /// Runs `job` (see the module doc); `field` names its parts for errors.
 /// A single-case request for a compiled program may run as a case of a run
-/// gathered with others of the same program ([`crate::gather`]).
+/// gathered with others of the same program ([`crate::gather`]). A run that
+/// proved nothing for the sandbox's reasons is run again, alone, up to
+/// twice ([`RERUN_PAUSES`]); what is still unproven after that is the
+/// answer, which each dialect gives in the form its clients retry.
 pub async fn execute(
     state: &Arc<AppState>,
     job: ProgramJob,
     field: &(dyn Fn(Part) -> String + Sync),
 ) -> Result<Executed, JobError> {
-    if crate::gather::gathers(state, &job) {
-        return crate::gather::execute_gathered(state, job, field).await;
+    let mut outcome = if crate::gather::gathers(state, &job) {
+        crate::gather::execute_gathered(state, job.clone(), field).await
+    } else {
+        crate::run::run_alone(state, job.clone(), field).await
+    };
+    for pause in RERUN_PAUSES {
+        if !proves_nothing(&outcome) || state.is_draining() {
+            break;
+        }
+        // A rerun its client would not wait for helps nobody.
+        if job
+            .deadline
+            .is_some_and(|deadline| deadline.may_wait() <= pause)
+        {
+            break;
+        }
+        state.metrics().rerun(&job.profile);
+        tokio::time::sleep(pause).await;
+        outcome = crate::run::run_alone(state, job.clone(), field).await;
     }
-    crate::run::run_alone(state, job, field).await
+    outcome
+}
+
+/// Whether `outcome` says nothing of the program for a reason of the
+/// sandbox's: worth running again. A busy queue is not (its client is told
+/// to come back), nor a bad request, nor a drain.
+fn proves_nothing(outcome: &Result<Executed, JobError>) -> bool {
+    match outcome {
+        Ok(executed) => executed.proves_nothing(),
+        Err(JobError::Refused(_)) => true,
+        Err(_) => false,
+    }
 }
 
 /// The header naming the observation a response rests on.

@@ -36,7 +36,34 @@ pub struct ProgramJob {
     /// Files placed beside the program (the dialect's files fields); a job
     /// with an expectation carries them on it as well.
     pub files: ProgramFiles,
+    /// When the client stops waiting, where its dialect says (verl's
+    /// request timeout): a job that could not be answered by then is
+    /// refused early, in the form the client retries, instead.
+    pub deadline: Option<ClientDeadline>,
 }
+
+/// When a client stops waiting, and how long the job's run may take.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientDeadline {
+    /// The client gives up at this moment.
+    pub answer_by: std::time::Instant,
+    /// The most the run itself may take (its timeouts).
+    pub run_budget: std::time::Duration,
+}
+
+impl ClientDeadline {
+    /// How long the job may still wait for a turn and be answered in time
+    /// (zero: it cannot).
+    pub fn may_wait(&self) -> std::time::Duration {
+        self.answer_by
+            .saturating_duration_since(std::time::Instant::now())
+            .saturating_sub(self.run_budget + ANSWER_MARGIN)
+    }
+}
+
+/// Kept free before a client's deadline: container start and removal,
+/// storing, the answer's way back.
+const ANSWER_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl ProgramJob {
     /// `program` run once under `profile` with `args` and `stdin`, scored
@@ -60,12 +87,19 @@ impl ProgramJob {
             item_id: None,
             limits: RequestLimits::default(),
             files: ProgramFiles::default(),
+            deadline: None,
         }
     }
 
     /// The same job with `files` beside the program.
     pub fn with_files(mut self, files: ProgramFiles) -> ProgramJob {
         self.files = files;
+        self
+    }
+
+    /// The same job for a client that stops waiting at `deadline`.
+    pub fn with_deadline(mut self, deadline: Option<ClientDeadline>) -> ProgramJob {
+        self.deadline = deadline;
         self
     }
 
@@ -82,17 +116,27 @@ pub struct Executed {
     /// The score "every invocation exits 0" (its `evidence` says whether the
     /// run was `ran`, `joined` or `stored`).
     pub score: Score,
-    /// The observation the score rests on.
+    /// The observation the score rests on: this request's own (a request
+    /// gathered with others gets its own part of their run, see
+    /// [`crate::gather`]).
     pub observation: Observation,
-    /// Which of the run's events is this request's: 0, or its place in a
-    /// run gathered from several requests (see [`crate::gather`]).
-    pub case: usize,
 }
 
 impl Executed {
-    /// This request's event in the run.
+    /// The run's first event: a one-invocation request's own.
     pub fn event(&self) -> Option<&progscore_sandbox::InvocationEvent> {
-        self.observation.run.events.get(self.case)
+        self.observation.run.events.first()
+    }
+
+    /// Whether the run proves nothing of the program: its build or one of
+    /// its cases ended for a reason of the sandbox's (a sandbox error, not
+    /// run, a timeout the machine was too busy to prove).
+    pub fn proves_nothing(&self) -> bool {
+        let run = &self.observation.run;
+        run.compile
+            .as_ref()
+            .is_some_and(|compile| compile.event.outcome.is_unproven())
+            || run.events.iter().any(|event| event.outcome.is_unproven())
     }
 }
 

@@ -621,16 +621,29 @@ fn field_name(part: Part) -> String {
     }
 }
 
+/// How long a submission that found its profile busy waits before asking
+/// for a turn again.
+const OVERLOAD_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Runs a stored request; what to store as its result. A request the
 /// sandbox could not be given (a field at fault) is `Err`.
 async fn run(state: &Arc<AppState>, request: &StoredRequest) -> Result<StoredResult, ApiError> {
     let expected = request.expected_output.as_deref().and_then(decode);
-    match execute(state, job_of(request), &field_name).await {
+    let job = job_of(request);
+    let mut outcome = execute(state, job.clone(), &field_name).await;
+    // A submission is queued work: a busy profile delays it, it never
+    // decides it. It stays "In Queue" until it gets a turn (or the server
+    // drains, and the next start fails it as abandoned).
+    while matches!(outcome, Err(JobError::Busy { .. })) && !state.is_draining() {
+        tokio::time::sleep(OVERLOAD_PAUSE).await;
+        outcome = execute(state, job.clone(), &field_name).await;
+    }
+    match outcome {
         Ok(executed) => Ok(judge(&executed, expected.as_deref())),
         Err(JobError::Invalid(error)) => Err(error),
-        Err(JobError::Busy { profile, refusal }) => {
-            Ok(StoredResult::internal_error(refusal.message(&profile)))
-        }
+        Err(JobError::Busy { .. }) => Ok(StoredResult::internal_error(
+            "the server shut down before the program ran; submit it again",
+        )),
         Err(JobError::Refused(message)) => Ok(StoredResult::internal_error(format!(
             "the sandbox could not run the program: {message}"
         ))),

@@ -39,6 +39,8 @@ mod queue;
 mod run;
 mod sandbox_fusion;
 mod state;
+#[cfg(test)]
+mod tests;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -70,6 +70,7 @@ pub struct Metrics {
     evidence: Family<EvidenceLabels, Counter>,
     run_seconds: Family<ProfileLabels, Histogram, fn() -> Histogram>,
     sandbox_refusals: Family<ProfileLabels, Counter>,
+    reruns: Family<ProfileLabels, Counter>,
     runs_in_flight: Gauge,
 }
 
@@ -143,6 +144,12 @@ impl Metrics {
             "Time from a turn to the stored evidence, for programs that ran",
             run_seconds.clone(),
         );
+        let reruns = Family::<ProfileLabels, Counter>::default();
+        registry.register(
+            "reruns",
+            "Runs done again because the run before proved nothing (a sandbox fault, an engine away, an unproven timeout)",
+            reruns.clone(),
+        );
         let sandbox_refusals = Family::<ProfileLabels, Counter>::default();
         registry.register(
             "sandbox_refusals",
@@ -167,6 +174,7 @@ impl Metrics {
             evidence,
             run_seconds,
             sandbox_refusals,
+            reruns,
             runs_in_flight,
         }
     }
@@ -198,7 +206,12 @@ impl Metrics {
             .inc();
     }
 
-    /// A run the sandbox refused.
+    /// A run done again because the one before proved nothing.
+    pub fn rerun(&self, profile: &str) {
+        self.reruns.get_or_create(&profile_labels(profile)).inc();
+    }
+
+    /// A run the sandbox refused (an engine away...).
     pub fn sandbox_refusal(&self, profile: &str) {
         self.sandbox_refusals
             .get_or_create(&profile_labels(profile))

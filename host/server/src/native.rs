@@ -9,7 +9,10 @@
 //!   cancels its remaining items, each run cleaned up;
 //! - `POST /v1/run`: program, profile, invocations, and the program's own
 //!   `limits` and `compile_limits` if any -> the run (stored as evidence,
-//!   scored only as "every invocation exits 0");
+//!   scored only as "every invocation exits 0"); a run that proved nothing
+//!   for the sandbox's reasons is run again (twice at most), and one that
+//!   still proves nothing is answered 503 with `Retry-After`, the run in
+//!   the body;
 //! - `GET /v1/observations/{id}`, `POST /v1/replay`, `POST /v1/rescore`:
 //!   stored evidence only, nothing runs;
 //! - `GET /v1/profiles`: the served profiles and their queues.
@@ -269,7 +272,7 @@ async fn run(
     State(state): State<Arc<AppState>>,
     Query(options): Query<Options>,
     JsonBody(request): JsonBody<RunRequest>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Response, ApiError> {
     if state.served(&request.profile).is_none() {
         return Err(unknown_profile(&state, "profile", &request.profile));
     }
@@ -290,6 +293,7 @@ async fn run(
             compile: request.compile_limits,
         },
         files: request.files,
+        deadline: None,
     };
     let field = |part: Part| match part {
         Part::Program => "program".to_string(),
@@ -301,11 +305,22 @@ async fn run(
     let executed = execute(&state, job, &field)
         .await
         .map_err(JobError::into_api_error)?;
-    Ok(Json(serde_json::json!({
+    let body = Json(serde_json::json!({
         "observation_id": executed.observation.id,
         "evidence": executed.score.evidence,
         "run": executed.observation.run,
-    })))
+    }));
+    if executed.proves_nothing() {
+        // Run again twice already: still nothing known of the program.
+        // The run goes with the answer; the status says "try again".
+        let mut response = (StatusCode::SERVICE_UNAVAILABLE, body).into_response();
+        response.headers_mut().insert(
+            header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("5"),
+        );
+        return Ok(response);
+    }
+    Ok(body.into_response())
 }
 
 /// `GET /v1/observations/{id}`: the stored observation, as
@@ -460,6 +475,7 @@ fn item_job(state: &AppState, item: BatchItem, fresh: bool) -> Result<ProgramJob
         limits,
         files: behaves.files.clone(),
         expectation: Some(item.expectation),
+        deadline: None,
     })
 }
 

@@ -5,7 +5,10 @@
 //! Status mapping (Piston's `run.status`, the three-valued verdict kept):
 //! - anything that proves nothing about the program (a sandbox error, a
 //!   case not run, a timeout the machine was too busy to prove, the sandbox
-//!   refusing the run) is `XX` with a `message`, never a runtime error;
+//!   refusing the run) is run again first (up to twice, alone); what is
+//!   still unproven is `XX` with a `message`, never a runtime error, sent
+//!   with HTTP 503 and `Retry-After` (Piston's clients retry any status
+//!   but 200);
 //! - a proven timeout is `TO` (signal `SIGKILL`); a memory kill is `SG`
 //!   (signal `SIGKILL`, message says the memory limit);
 //! - an exit of 128 + a signal is `SG` with the signal's name, any other
@@ -286,7 +289,11 @@ async fn execute_route(
     match execute(&state, job, &field).await {
         Ok(executed) => {
             let body = map_run(&executed, &request.language, &version);
-            let mut response = Json(body).into_response();
+            let mut response = if executed.proves_nothing() {
+                retried(body)
+            } else {
+                Json(body).into_response()
+            };
             name_evidence(&mut response, &executed);
             response
         }
@@ -306,18 +313,28 @@ async fn execute_route(
             );
             response
         }
-        Err(JobError::Refused(message)) => Json(internal(format!(
+        Err(JobError::Refused(message)) => retried(internal(format!(
             "the sandbox could not run the program: {message}"
-        )))
-        .into_response(),
-        Err(JobError::Cancelled) => Json(internal(
+        ))),
+        Err(JobError::Cancelled) => retried(internal(
             "the server is shutting down; the program was not run to its end".into(),
-        ))
-        .into_response(),
+        )),
         Err(JobError::Internal(message)) => {
-            Json(internal(format!("progscore failed: {message}"))).into_response()
+            retried(internal(format!("progscore failed: {message}")))
         }
     }
+}
+
+/// An answer that says nothing of the program (a stage `XX`), as 503 with
+/// `Retry-After`: Piston's clients (open-r1's `PistonClient`) retry any
+/// status but 200, and read a 200's `XX` as the program's failure.
+fn retried(body: ExecuteResponse) -> Response {
+    let mut response = (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
+    response.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        HeaderValue::from_static("1"),
+    );
+    response
 }
 
 /// Piston's view of a run (see the module doc for the mapping).

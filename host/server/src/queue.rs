@@ -59,22 +59,24 @@ impl ProfileQueue {
         }
     }
 
-    /// A turn, at once if a slot is free, else after waiting in line.
-    pub(crate) async fn turn(&self) -> Result<Turn, QueueRefusal> {
+    /// A turn, at once if a slot is free, else after waiting in line at
+    /// most `wait` (and never more than the queue's own wait): a client
+    /// that stops waiting sooner is told at once rather than after it has
+    /// gone.
+    pub(crate) async fn turn_within(&self, wait: Duration) -> Result<Turn, QueueRefusal> {
         if let Ok(slot) = self.slots.clone().try_acquire_owned() {
             return Ok(Turn { _slot: slot });
         }
+        let wait = wait.min(self.max_wait);
         let waiting = self.waiting.fetch_add(1, Ordering::SeqCst);
         let _leave = Leave(&self.waiting);
         if waiting >= self.max_waiting {
             return Err(QueueRefusal::Full { waiting });
         }
-        match tokio::time::timeout(self.max_wait, self.slots.clone().acquire_owned()).await {
+        match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
             Ok(Ok(slot)) => Ok(Turn { _slot: slot }),
             // The semaphore is never closed; treat it as a wait that ended.
-            Ok(Err(_)) | Err(_) => Err(QueueRefusal::Waited {
-                waited: self.max_wait,
-            }),
+            Ok(Err(_)) | Err(_) => Err(QueueRefusal::Waited { waited: wait }),
         }
     }
 
@@ -110,19 +112,19 @@ mod tests {
     #[tokio::test]
     async fn past_its_bounds_the_queue_refuses() {
         let queue = Arc::new(ProfileQueue::new(1, 1, Duration::from_millis(50)));
-        let held = queue.turn().await.unwrap();
+        let held = queue.turn_within(Duration::MAX).await.unwrap();
         assert_eq!(queue.running(), 1);
         // One may wait; it is refused when its wait is over.
         let waiter = tokio::spawn({
             let queue = queue.clone();
-            async move { queue.turn().await.map(|_| ()) }
+            async move { queue.turn_within(Duration::MAX).await.map(|_| ()) }
         });
         while queue.waiting() == 0 {
             tokio::task::yield_now().await;
         }
         // A second waiter finds the line full.
         assert!(matches!(
-            queue.turn().await,
+            queue.turn_within(Duration::MAX).await,
             Err(QueueRefusal::Full { waiting: 1 })
         ));
         assert!(matches!(
@@ -131,6 +133,6 @@ mod tests {
         ));
         assert_eq!(queue.waiting(), 0);
         drop(held);
-        assert!(queue.turn().await.is_ok());
+        assert!(queue.turn_within(Duration::MAX).await.is_ok());
     }
 }

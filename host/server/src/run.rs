@@ -53,7 +53,10 @@ pub(crate) async fn run_alone(
 ) -> Result<Executed, JobError> {
     let (_, queue) = admit(state, &job, field)?;
     let asked = std::time::Instant::now();
-    let turn = queue.turn().await.map_err(|refusal| {
+    let wait = job
+        .deadline
+        .map_or(state.settings().queue_wait, |deadline| deadline.may_wait());
+    let turn = queue.turn_within(wait).await.map_err(|refusal| {
         state
             .metrics()
             .queue_refusal(&job.profile, matches!(refusal, QueueRefusal::Full { .. }));
@@ -64,14 +67,7 @@ pub(crate) async fn run_alone(
     })?;
     state.metrics().turn(&job.profile, asked.elapsed());
     let profile_name = job.profile.clone();
-    // A job's own expectation carries its limits already (native items).
-    let expectation = match job.expectation {
-        Some(expectation) => expectation,
-        None => exits_zero(&job.profile, &job.invocations)
-            .map_err(|e| JobError::Internal(format!("cannot build the expectation: {e}")))?
-            .with_limits(job.limits.run, job.limits.compile)
-            .with_files(job.files),
-    };
+    let expectation = expectation_of(&job)?;
     let cancel = state.run_token();
     // Dropping this future (the client went away) cancels the run; the task
     // below still waits for its cleanup.
@@ -93,11 +89,7 @@ pub(crate) async fn run_alone(
                 .store
                 .observation(&id)?
                 .ok_or_else(|| ScoringError::RunLost(format!("observation {id} not stored")))?;
-            Ok::<_, ScoringError>(Executed {
-                score,
-                observation,
-                case: 0,
-            })
+            Ok::<_, ScoringError>(Executed { score, observation })
         }
     });
     match task.await {
@@ -109,6 +101,19 @@ pub(crate) async fn run_alone(
         }
         Ok(Err(error)) => Err(JobError::Internal(error.to_string())),
         Err(join) => Err(JobError::Internal(format!("the run's task failed: {join}"))),
+    }
+}
+
+/// What `job` is scored against: its own expectation (a native item's,
+/// which carries its limits and files already), else "every invocation
+/// exits 0" under the job's limits, with its files.
+pub(crate) fn expectation_of(job: &ProgramJob) -> Result<ScoringExpectation, JobError> {
+    match &job.expectation {
+        Some(expectation) => Ok(expectation.clone()),
+        None => Ok(exits_zero(&job.profile, &job.invocations)
+            .map_err(|e| JobError::Internal(format!("cannot build the expectation: {e}")))?
+            .with_limits(job.limits.run.clone(), job.limits.compile.clone())
+            .with_files(job.files.clone())),
     }
 }
 

@@ -6,8 +6,10 @@
 //! Status mapping (the three-valued verdict kept):
 //! - anything that proves nothing about the program (a sandbox error, a
 //!   case not run, a timeout the machine was too busy to prove, a sandbox
-//!   that refused the run) is `SandboxError`, never `Failed`: its clients
-//!   retry it, and the run is never stored as reusable evidence;
+//!   that refused the run) is run again first (up to twice, alone); what
+//!   is still unproven is `SandboxError` with HTTP 504, never `Failed` and
+//!   never a 200: verl retries 504 and the SDK any other status, and the
+//!   run is never stored as reusable evidence;
 //! - a proven timeout is `TimeLimitExceeded` (`Failed`); a memory kill is
 //!   `Finished` with return code 137 (`Failed`), as a killed process shows;
 //! - a build that failed is `Failed` with `compile_result` and no
@@ -30,7 +32,7 @@
 //! container start-up or queue wait in it). Every response names its
 //! observation in `X-Progscore-Observation` and where the evidence came
 //! from (`ran`, `joined`, `stored`) in `X-Progscore-Evidence`. A request
-//! that waited past `[serve] queue_wait` gets 504, which verl retries.
+//! that waited past `[serve] queue_wait` gets the same 504.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -50,8 +52,8 @@ use serde::{Deserialize, Serialize};
 use crate::body::JsonBody;
 use crate::error::ApiError;
 use crate::execute::{
-    Executed, JobError, LimitKey, LimitPart, LimitStage, Part, ProgramJob, RequestLimits, execute,
-    name_evidence, size_value, time_value, unproven_reason,
+    ClientDeadline, Executed, JobError, LimitKey, LimitPart, LimitStage, Part, ProgramJob,
+    RequestLimits, execute, name_evidence, size_value, time_value, unproven_reason,
 };
 use crate::state::AppState;
 
@@ -177,6 +179,7 @@ async fn run_code(
     let compiles = state
         .served(profile)
         .is_some_and(|(served, _)| served.compile.is_some());
+    let request_timeouts = (request.compile_timeout, request.run_timeout);
     let limits = match request_limits(&request, compiles) {
         Ok(limits) => limits,
         Err(error) => return error.into_response(),
@@ -188,7 +191,8 @@ async fn run_code(
         request.stdin.map(String::into_bytes),
     )
     .with_limits(limits)
-    .with_files(files);
+    .with_files(files)
+    .with_deadline(client_deadline(&request_timeouts, compiles));
     let field = |part: Part| match part {
         Part::Program => "code".to_string(),
         Part::Invocations | Part::Args(_) => "language".to_string(),
@@ -198,27 +202,27 @@ async fn run_code(
     match execute(&state, job, &field).await {
         Ok(executed) => respond(&executed),
         Err(JobError::Invalid(error)) => error.into_response(),
-        // What verl retries.
-        Err(JobError::Busy { profile, refusal }) => ApiError {
-            status: StatusCode::GATEWAY_TIMEOUT,
-            message: refusal.message(&profile),
-            field: None,
-            retry_after: None,
+        Err(JobError::Busy { profile, refusal }) => {
+            retried(RunCodeResponse::sandbox_error(refusal.message(&profile)))
         }
-        .into_response(),
-        Err(JobError::Refused(message)) => axum::Json(RunCodeResponse::sandbox_error(format!(
+        Err(JobError::Refused(message)) => retried(RunCodeResponse::sandbox_error(format!(
             "the sandbox could not run the program: {message}"
-        )))
-        .into_response(),
-        Err(JobError::Cancelled) => axum::Json(RunCodeResponse::sandbox_error(
+        ))),
+        Err(JobError::Cancelled) => retried(RunCodeResponse::sandbox_error(
             "the server is shutting down; the program was not run to its end".into(),
-        ))
-        .into_response(),
-        Err(JobError::Internal(message)) => axum::Json(RunCodeResponse::sandbox_error(format!(
+        )),
+        Err(JobError::Internal(message)) => retried(RunCodeResponse::sandbox_error(format!(
             "progscore failed: {message}"
-        )))
-        .into_response(),
+        ))),
     }
+}
+
+/// An answer that says nothing of the program, in the form its clients
+/// retry: 504 (verl's `check_correctness` retries only that; the
+/// sandbox-fusion SDK retries any status but 200, and a `SandboxError`
+/// body too). Never a 200, which verl would read as a failed test.
+fn retried(body: RunCodeResponse) -> Response {
+    (StatusCode::GATEWAY_TIMEOUT, axum::Json(body)).into_response()
 }
 
 /// `files` (relative path → base64; `null` an empty file) as the files
@@ -271,6 +275,27 @@ fn request_limits(request: &RunCodeRequest, compiles: bool) -> Result<RequestLim
     Ok(limits)
 }
 
+/// How long verl's `check_correctness` waits for an answer beyond the
+/// request's own timeouts (its `compile_timeout + run_timeout + 10` s).
+const VERL_ANSWER_SLACK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// When a client that sent `(compile_timeout, run_timeout)` stops waiting,
+/// as verl computes it; `None` without a `run_timeout` (the SDK's own
+/// callers wait as long as they were told).
+fn client_deadline(
+    (compile_timeout, run_timeout): &(Option<f64>, Option<f64>),
+    compiles: bool,
+) -> Option<ClientDeadline> {
+    let seconds =
+        |value: &Option<f64>| value.and_then(|s| std::time::Duration::try_from_secs_f64(s).ok());
+    let run = seconds(run_timeout)?;
+    let compile = seconds(compile_timeout).unwrap_or_default();
+    Some(ClientDeadline {
+        answer_by: std::time::Instant::now().checked_add(compile + run + VERL_ANSWER_SLACK)?,
+        run_budget: if compiles { compile + run } else { run },
+    })
+}
+
 /// Bytes in one of `memory_limit_MB`'s units.
 const MIB: f64 = (1u64 << 20) as f64;
 
@@ -283,10 +308,15 @@ fn limit_field(limit: LimitPart) -> &'static str {
     }
 }
 
-/// The response for a run, with the observation named in headers.
+/// The response for a run, with the observation named in headers: a run
+/// that still proves nothing after its reruns goes out as [`retried`].
 fn respond(executed: &Executed) -> Response {
     let body = map_run(executed);
-    let mut response = axum::Json(body).into_response();
+    let mut response = if body.status == RunStatus::SandboxError {
+        retried(body)
+    } else {
+        axum::Json(body).into_response()
+    };
     name_evidence(&mut response, executed);
     response
 }

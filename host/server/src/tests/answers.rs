@@ -1,0 +1,265 @@
+//! Each request's own true answer: a gathered build shares nothing else,
+//! and a run that proves nothing is run again, then answered in the form
+//! each dialect's clients retry, never as the program's failure.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use progscore_sandbox::fake::{FakeRequest, event, exited_event};
+use progscore_sandbox::{InvocationEvent, Outcome, SandboxError};
+use serde_json::{Value, json};
+
+use super::Served;
+
+/// Each case prints the square of the number on its stdin.
+fn squares(request: &FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> {
+    Ok(request
+        .invocations
+        .iter()
+        .map(|invocation| {
+            let stdin = invocation
+                .stdin
+                .as_ref()
+                .map(|s| s.0.clone())
+                .unwrap_or_default();
+            let n: i64 = String::from_utf8_lossy(&stdin).trim().parse().unwrap_or(0);
+            exited_event(0, format!("{}\n", n * n).as_bytes(), b"")
+        })
+        .collect())
+}
+
+/// A sandbox error in every case, as when a container is killed from outside.
+fn struck(request: &FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> {
+    Ok(request
+        .invocations
+        .iter()
+        .map(|_| {
+            event(
+                Outcome::SandboxError {
+                    message: "the container was removed from outside".into(),
+                },
+                b"",
+                b"",
+            )
+        })
+        .collect())
+}
+
+/// Struck the first `faults` times, then every case exits 0 printing `ok`.
+fn struck_then_fine(
+    faults: usize,
+) -> impl Fn(&FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> + Send + Sync {
+    let calls = Arc::new(AtomicUsize::new(0));
+    move |request| {
+        if calls.fetch_add(1, Ordering::SeqCst) < faults {
+            struck(request)
+        } else {
+            Ok(request
+                .invocations
+                .iter()
+                .map(|_| exited_event(0, b"ok\n", b""))
+                .collect())
+        }
+    }
+}
+
+/// Every case exits 1.
+fn fails(request: &FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> {
+    Ok(request
+        .invocations
+        .iter()
+        .map(|_| exited_event(1, b"", b"boom\n"))
+        .collect())
+}
+
+/// Every case prints `ok`.
+fn prints_ok(request: &FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> {
+    Ok(request
+        .invocations
+        .iter()
+        .map(|_| exited_event(0, b"ok\n", b""))
+        .collect())
+}
+
+fn run_body(stdin: &str) -> Value {
+    json!({
+        "program": "int main() { long n; std::cin >> n; std::cout << n * n << '\\n'; }",
+        "profile": "cpp",
+        "invocations": [{"args": [], "stdin": stdin}],
+    })
+}
+
+#[tokio::test]
+async fn gathered_requests_share_the_build_and_nothing_else() {
+    let served = Served::new("", squares, Duration::ZERO).await;
+    let (two, three) = tokio::join!(
+        served.post("/v1/run", run_body("2")),
+        served.post("/v1/run", run_body("3")),
+    );
+    assert_eq!(served.runs(), 1, "one run, one build, for both");
+    for ((status, _, body), own) in [(&two, "4\n"), (&three, "9\n")] {
+        assert_eq!(*status, StatusCode::OK, "{body}");
+        // Each answer holds its own case only.
+        let events = body["run"]["events"].as_array().expect("events");
+        assert_eq!(events.len(), 1, "only its own case: {body}");
+        assert_eq!(events[0]["stdout"]["data"], own, "{body}");
+    }
+    let ids = [&two.2["observation_id"], &three.2["observation_id"]];
+    assert_ne!(
+        ids[0], ids[1],
+        "each request names an observation of its own"
+    );
+    // The observation a client is given holds only its own input.
+    for (id, stdin) in ids.iter().zip(["2", "3"]) {
+        let id = id.as_str().expect("an observation id");
+        let (status, observation) = served.get(&format!("/v1/observations/{id}")).await;
+        assert_eq!(status, StatusCode::OK);
+        let invocations = observation["invocations"].as_array().expect("invocations");
+        assert_eq!(invocations.len(), 1, "{observation}");
+        assert_eq!(invocations[0]["stdin"], stdin, "{observation}");
+        assert_eq!(
+            observation["run"]["events"].as_array().map(Vec::len),
+            Some(1)
+        );
+    }
+}
+
+#[tokio::test]
+async fn gathered_requests_run_once() {
+    let served = Served::new("", squares, Duration::ZERO).await;
+    let answers = futures_util::future::join_all(
+        ["1", "2", "3", "4"].map(|stdin| served.post("/v1/run", run_body(stdin))),
+    )
+    .await;
+    for ((status, _, body), square) in answers.iter().zip(["1\n", "4\n", "9\n", "16\n"]) {
+        assert_eq!(*status, StatusCode::OK, "{body}");
+        assert_eq!(body["run"]["events"][0]["stdout"]["data"], square, "{body}");
+    }
+    assert_eq!(
+        served.runs(),
+        1,
+        "four requests of one program gathered into one run"
+    );
+}
+
+#[tokio::test]
+async fn a_run_that_proves_nothing_is_run_again_before_it_is_answered() {
+    let served = Served::new("", struck_then_fine(1), Duration::ZERO).await;
+    let (status, _, body) = served
+        .post(
+            "/run_code",
+            json!({"code": "print('ok')", "language": "python", "run_timeout": 5}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "Success", "{body}");
+    assert_eq!(body["run_result"]["stdout"], "ok\n");
+    assert!(
+        served
+            .metrics()
+            .contains("progscore_reruns_total{profile=\"python\"} 1"),
+        "{}",
+        served.metrics()
+    );
+}
+
+#[tokio::test]
+async fn what_still_proves_nothing_goes_out_as_each_client_retries() {
+    let served = Served::new("", struck, Duration::ZERO).await;
+
+    // SandboxFusion: 504 (verl retries it), the body still SandboxError.
+    let (status, _, body) = served
+        .post(
+            "/run_code",
+            json!({"code": "print('ok')", "language": "python"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{body}");
+    assert_eq!(body["status"], "SandboxError", "{body}");
+    assert_eq!(served.runs(), 3, "run once and again twice");
+
+    // Piston: a non-200 (open-r1's client retries those), stage XX.
+    let (status, headers, body) = served
+        .post(
+            "/api/v2/execute",
+            json!({"language": "python", "version": "*", "files": [{"content": "print('ok')"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(headers.contains_key("retry-after"));
+    assert_eq!(body["run"]["status"], "XX", "{body}");
+
+    // progscore's own: 503 with Retry-After, the run in the body.
+    let (status, headers, body) = served
+        .post(
+            "/v1/run",
+            json!({"program": "print('ok')", "profile": "python"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(headers.contains_key("retry-after"));
+    assert_eq!(
+        body["run"]["events"][0]["outcome"], "sandbox_error",
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_proven_failure_is_answered_at_once_and_not_run_again() {
+    let served = Served::new("", fails, Duration::ZERO).await;
+    let (status, _, body) = served
+        .post(
+            "/run_code",
+            json!({"code": "raise SystemExit(1)", "language": "python"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "Failed", "{body}");
+    assert_eq!(served.runs(), 1, "a proven failure is not run again");
+}
+
+#[tokio::test]
+async fn a_judge0_submission_that_finds_its_profile_busy_waits_in_queue() {
+    // One in flight, nobody waits in line: the second submission is
+    // refused a turn at first.
+    let served = Served::new(
+        "concurrency = 1\nqueue = 0",
+        prints_ok,
+        Duration::from_millis(400),
+    )
+    .await;
+    let mut tokens = Vec::new();
+    for stdin in ["first", "second"] {
+        let (status, _, body) = served
+            .post(
+                "/submissions?base64_encoded=false&wait=false",
+                json!({"source_code": "print('ok')", "language_id": 71, "stdin": stdin}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        tokens.push(body["token"].as_str().expect("a token").to_string());
+    }
+    for token in tokens {
+        let answer = loop {
+            let (status, body) = served
+                .get(&format!("/submissions/{token}?base64_encoded=false"))
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            if body["status"]["id"].as_i64().is_some_and(|id| id > 2) {
+                break body;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        // Accepted, never an Internal Error stored for the overload.
+        assert_eq!(answer["status"]["id"], 3, "{answer}");
+        assert_eq!(answer["stdout"], "ok\n", "{answer}");
+    }
+    assert_eq!(served.runs(), 2);
+    assert!(
+        served.metrics().contains("kind=\"full\"} "),
+        "the second submission was refused a turn at first: {}",
+        served.metrics()
+    );
+}

@@ -1,0 +1,151 @@
+//! The server's routes tested in process: the real router, state, scorer
+//! and SQLite store, with programs "run" by a scripted sandbox client (the
+//! contract's fake), so what is tested is how each dialect maps requests,
+//! runs and faults onto answers. What only a real engine shows is tested
+//! in `tests/serve` against a running `progscore serve`.
+
+mod answers;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use progscore_runtime::config::Config;
+use progscore_runtime::session::Session;
+use progscore_sandbox::fake::{FakeRequest, ScriptedClient};
+use progscore_sandbox::{InvocationEvent, SandboxError};
+use serde_json::Value;
+use tower::ServiceExt as _;
+
+use crate::state::AppState;
+
+/// A profile that compiles (so single-case requests of one program are
+/// gathered into one build) and one that does not.
+const CONFIG: &str = r#"
+[store]
+path = "progscore.db"
+
+[serve]
+
+
+[profiles.cpp]
+backend = "docker"
+image = "127.0.0.1:5000/cc-sandbox@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+source = "main.cpp"
+compile = ["g++", "-o", "/build/main", "/sandbox/main.cpp"]
+command = ["/build/main"]
+
+[profiles.python]
+backend = "docker"
+image = "127.0.0.1:5000/python-sandbox@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+command = ["python3", "-I"]
+"#;
+
+/// A server's state over a scripted sandbox, its store in a folder of its own.
+struct Served {
+    state: Arc<AppState>,
+    /// The scripted client the runs go to (its counters say how many ran).
+    client: ScriptedClient,
+    _folder: tempfile::TempDir,
+}
+
+impl Served {
+    /// The state for `CONFIG` with `serve` (lines of its `[serve]` table;
+    /// `concurrency` defaults to 2) its runs scripted by `responder`.
+    async fn new(
+        serve: &str,
+        responder: impl Fn(&FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError>
+        + Send
+        + Sync
+        + 'static,
+        delay: std::time::Duration,
+    ) -> Served {
+        let folder = tempfile::tempdir().expect("a temporary folder");
+        let path = folder.path().join("progscore.toml");
+        // Defaults for the tests: two in flight, a gathering window wide
+        // enough for requests sent together to meet in it.
+        let mut serve = serve.to_string();
+        for (key, line) in [
+            ("concurrency", "concurrency = 2"),
+            ("gather", "gather = \"300ms\""),
+        ] {
+            if !serve.contains(key) {
+                serve = format!("{line}\n{serve}");
+            }
+        }
+        let text = CONFIG.replace("[serve]\n", &format!("[serve]\n{serve}\n"));
+        std::fs::write(&path, &text).expect("the config written");
+        let config = Config::parse(&path, &text).expect("the test config parses");
+        let client = ScriptedClient::new(config.profiles.clone())
+            .with_responder(responder)
+            .with_delay(delay);
+        let session = Session::with_sandbox(&config, Arc::new(client.clone())).expect("a session");
+        let state = AppState::new(config, session).expect("the state");
+        state
+            .preflight()
+            .await
+            .expect("the scripted preflight passes");
+        Served {
+            state: Arc::new(state),
+            client,
+            _folder: folder,
+        }
+    }
+
+    /// Sends `request` through the whole router; the status, the headers
+    /// and the body as JSON (`Value::Null` when it is not JSON).
+    async fn send(&self, request: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Value) {
+        let response = crate::router(self.state.clone())
+            .oneshot(request)
+            .await
+            .expect("the router answers");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("the body");
+        (
+            status,
+            headers,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// `POST path` with a JSON body.
+    async fn post(&self, path: &str, body: Value) -> (StatusCode, axum::http::HeaderMap, Value) {
+        self.send(
+            Request::post(path)
+                .header("content-type", "application/json")
+                .header("host", "127.0.0.1:8080")
+                .body(Body::from(body.to_string()))
+                .expect("a request"),
+        )
+        .await
+    }
+
+    /// `GET path`.
+    async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let (status, _, body) = self
+            .send(
+                Request::get(path)
+                    .header("host", "127.0.0.1:8080")
+                    .body(Body::empty())
+                    .expect("a request"),
+            )
+            .await;
+        (status, body)
+    }
+
+    /// How many runs the sandbox was asked for.
+    fn runs(&self) -> usize {
+        self.client
+            .counters()
+            .started
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The metrics page as text.
+    fn metrics(&self) -> String {
+        self.state.metrics_text()
+    }
+}
