@@ -57,10 +57,7 @@ fn a_full_queue_answers_504_at_once_which_verl_retries() {
     assert_eq!(status, 504, "{body}");
     // The SandboxFusion shape, its status saying nothing of the program.
     assert_eq!(body["status"], "SandboxError", "{body}");
-    assert!(
-        body["message"].as_str().unwrap().contains("busy"),
-        "{body}"
-    );
+    assert!(body["message"].as_str().unwrap().contains("busy"), "{body}");
     for holder in holders {
         let (status, body) = holder.join().unwrap().unwrap();
         assert_eq!(status, 200, "{body}");
