@@ -50,6 +50,7 @@ mod replayer;
 mod request;
 mod scorer;
 mod source;
+mod store_call;
 mod verdict;
 
 pub use attempt::{
@@ -68,6 +69,7 @@ pub use request::{
 };
 pub use scorer::ProgramExecutionScorer;
 pub use source::{DEFAULT_LEASE_TTL, Evidence, EvidenceUse, ProgramExecutionSource};
+pub use store_call::store_call;
 pub use verdict::{CaseReport, ReasonKind, Verdict, evaluate};
 
 /// The evidence store this crate records into.

@@ -13,6 +13,7 @@ use crate::expectation::ScoringExpectation;
 use crate::replayer::{Replayer, invocations_of};
 use crate::request::{ProgramInput, Score, ScoreRequest};
 use crate::source::{EvidenceUse, ProgramExecutionSource, check_belongs};
+use crate::store_call::store_call;
 use crate::verdict::evaluate;
 
 /// Scores programs by running them (or reusing their attempt's evidence).
@@ -85,7 +86,7 @@ impl ProgramExecutionScorer {
         let store = self.source.store();
         let (program, inline): (Arc<[u8]>, bool) = match &request.program {
             ProgramInput::Inline(bytes) => (Arc::from(bytes.as_slice()), true),
-            ProgramInput::Stored { sha256 } => match store.program(sha256)? {
+            ProgramInput::Stored { sha256 } => match store_call(|| store.program(sha256))? {
                 Some(bytes) => (Arc::from(bytes), false),
                 None => {
                     return Err(ScoringError::ProgramNotStored {
@@ -147,11 +148,13 @@ impl ProgramExecutionScorer {
             Some(verdict),
         )?;
         if evidence.origin == EvidenceUse::Stored {
-            let score_id = store.record_score(&draft.record)?;
+            let score_id = store_call(|| store.record_score(&draft.record))?;
             return Ok(draft.into_score(score_id, EvidenceUse::Stored));
         }
         let program_bytes = inline.then_some(&program[..]);
-        match store.record_observation_with_score(program_bytes, observation, &draft.record) {
+        match store_call(|| {
+            store.record_observation_with_score(program_bytes, observation, &draft.record)
+        }) {
             Ok((score_id, _)) => Ok(draft.into_score(score_id, evidence.origin)),
             Err(StoreError::ObservationConflict { stored, .. }) => {
                 // Another process stored its own run of this attempt first.
@@ -167,7 +170,7 @@ impl ProgramExecutionScorer {
                     &program_sha256,
                     None,
                 )?;
-                let score_id = store.record_score(&draft.record)?;
+                let score_id = store_call(|| store.record_score(&draft.record))?;
                 Ok(draft.into_score(score_id, EvidenceUse::Stored))
             }
             Err(error) => Err(error.into()),

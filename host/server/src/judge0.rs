@@ -42,6 +42,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use progscore_sandbox::{
     ByteString, CapturedStream, MAX_FILES_BYTES, Outcome, PartialLimitsSpec, ProgramFiles,
 };
+use progscore_scoring::store_call;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -948,11 +949,13 @@ async fn submit(
     }
     let token = uuid::Uuid::new_v4().to_string();
     let text = serde_json::to_string(&request).map_err(|e| ApiError::internal(e.to_string()))?;
-    state
-        .session()
-        .store
-        .insert_submission(&token, DIALECT, &this_owner(), &text)
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+    store_call(|| {
+        state
+            .session()
+            .store
+            .insert_submission(&token, DIALECT, &this_owner(), &text)
+    })
+    .map_err(|e| ApiError::internal(e.to_string()))?;
     let work = {
         let state = state.clone();
         let token = token.clone();
@@ -969,7 +972,9 @@ async fn submit(
             };
             match serde_json::to_string(&result) {
                 Ok(text) => {
-                    if let Err(error) = state.session().store.finish_submission(&token, &text) {
+                    if let Err(error) =
+                        store_call(|| state.session().store.finish_submission(&token, &text))
+                    {
                         tracing::error!(%token, %error, "could not store a submission's result");
                     }
                 }
@@ -1009,7 +1014,7 @@ async fn create(
     if !options.wait {
         return (StatusCode::CREATED, Json(json!({"token": token}))).into_response();
     }
-    match load(&state, &token, &options) {
+    match store_call(|| load(&state, &token, &options)) {
         Ok(Some((value, observation))) => with_observation(
             (StatusCode::CREATED, Json(value)).into_response(),
             observation,
@@ -1055,7 +1060,7 @@ async fn get_one(
         Ok(options) => options,
         Err(error) => return error.into_response(),
     };
-    match load(&state, &token, &options) {
+    match store_call(|| load(&state, &token, &options)) {
         Ok(Some((value, observation))) => {
             with_observation(Json(value).into_response(), observation)
         }
@@ -1113,7 +1118,7 @@ async fn create_batch(
     let mut answers = Vec::with_capacity(tokens.len());
     for token in tokens {
         let answer = match token {
-            Ok(token) if options.wait => match load(&state, &token, &options) {
+            Ok(token) if options.wait => match store_call(|| load(&state, &token, &options)) {
                 Ok(Some((value, _))) => value,
                 Ok(None) => json!({"token": token}),
                 Err(error) => return error.into_response(),
@@ -1156,7 +1161,7 @@ async fn get_batch(
     }
     let mut submissions = Vec::with_capacity(options.tokens.len());
     for token in &options.tokens {
-        match load(&state, token, &options) {
+        match store_call(|| load(&state, token, &options)) {
             Ok(found) => submissions.push(found.map_or(Value::Null, |(value, _)| value)),
             Err(error) => return error.into_response(),
         }

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use progscore_sandbox::{Invocation, RuntimeProfile};
-use progscore_scoring::{ProgramInput, ScoreRequest, ScoringError, ScoringExpectation};
+use progscore_scoring::{ProgramInput, ScoreRequest, ScoringError, ScoringExpectation, store_call};
 
 use crate::error::ApiError;
 use crate::job::{Executed, JobError, Part, ProgramJob, check_job};
@@ -84,10 +84,7 @@ pub(crate) async fn run_alone(
             let score = state.scorer().score(request).await?;
             state.metrics().scored(&score, started.elapsed());
             let id = score.observation_ids.first().cloned().unwrap_or_default();
-            let observation = state
-                .session()
-                .store
-                .observation(&id)?
+            let observation = store_call(|| state.session().store.observation(&id))?
                 .ok_or_else(|| ScoringError::RunLost(format!("observation {id} not stored")))?;
             Ok::<_, ScoringError>(Executed { score, observation })
         }

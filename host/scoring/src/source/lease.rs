@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 
 use super::observation::check_belongs;
 use crate::attempt::Attempt;
+use crate::store_call::store_call;
 
 /// How long a lease on an attempt lasts unless renewed, by default. A holder
 /// renews it every third of this while it runs, so only a holder that died
@@ -52,10 +53,10 @@ impl Turn {
     pub async fn wait(&self, attempt: &Attempt) -> Waited {
         let mut pause = POLL_FIRST;
         loop {
-            match self
-                .store
-                .try_acquire_lease(&attempt.key, &self.owner, self.ttl)
-            {
+            match store_call(|| {
+                self.store
+                    .try_acquire_lease(&attempt.key, &self.owner, self.ttl)
+            }) {
                 Ok(true) => {
                     let lease = HeldLease::start(self, &attempt.key);
                     // The holder before may have stored it and released the
@@ -85,7 +86,7 @@ impl Turn {
         if self.fresh {
             return None;
         }
-        match self.store.observation(&attempt.observation_id()) {
+        match store_call(|| self.store.observation(&attempt.observation_id())) {
             Ok(Some(observation)) if check_belongs(&observation, attempt).is_ok() => {
                 Some(Arc::new(observation))
             }
@@ -116,7 +117,7 @@ impl HeldLease {
                 let every = (ttl / 3).max(Duration::from_millis(10));
                 loop {
                     tokio::time::sleep(every).await;
-                    match store.renew_lease(&key, &owner, ttl) {
+                    match store_call(|| store.renew_lease(&key, &owner, ttl)) {
                         Ok(true) => {}
                         // Lost (this process stalled beyond the TTL and
                         // another took over): the other runs it too, and the
@@ -142,7 +143,7 @@ impl Drop for HeldLease {
         self.renewer.abort();
         // One short write. If it fails, the lease expires after its TTL and
         // a waiting process takes the attempt over then.
-        let _ = self.store.release_lease(&self.key, &self.owner);
+        let _ = store_call(|| self.store.release_lease(&self.key, &self.owner));
     }
 }
 

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::attempt::Attempt;
 use crate::error::ScoringError;
+use crate::store_call::store_call;
 use flights::{Flight, FlightResult, FlightSeat, Flights, Found, lock};
 use lease::{HeldLease, Turn, Waited, hostname};
 use observation::observation_from_run;
@@ -173,7 +174,7 @@ impl ProgramExecutionSource {
                         // run this attempt (other processes: see the lease,
                         // which the new flight takes first).
                         if let Some(observation) =
-                            self.store.observation(&attempt.observation_id())?
+                            store_call(|| self.store.observation(&attempt.observation_id()))?
                         {
                             check_belongs(&observation, attempt)?;
                             return Ok(Evidence {
@@ -288,7 +289,7 @@ impl Drop for ProgramExecutionSource {
         // flight could not release (the store was busy then): remove it
         // now rather than make other processes wait for it to expire.
         if lock(&self.flights).by_key.is_empty() {
-            let _ = self.store.release_leases_of(&format!("{}/", self.owner));
+            let _ = store_call(|| self.store.release_leases_of(&format!("{}/", self.owner)));
         }
     }
 }
