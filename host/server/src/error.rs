@@ -113,10 +113,14 @@ impl ApiError {
     }
 
     /// 500 for a fault of the server itself (the store failed...).
-    pub fn internal(message: impl Into<String>) -> ApiError {
+    ///
+    /// `detail` may name this host's files and ids (a store's path, an
+    /// engine's endpoint): it goes to the log under an incident id, and the
+    /// client is told only that id.
+    pub fn internal(detail: impl std::fmt::Display) -> ApiError {
         ApiError {
             status: StatusCode::INTERNAL_SERVER_ERROR,
-            message: message.into(),
+            message: logged_incident(&detail),
             field: None,
             retry_after: None,
         }
@@ -152,4 +156,13 @@ impl From<std::io::Error> for ServeError {
     fn from(error: std::io::Error) -> Self {
         ServeError::Io(error)
     }
+}
+
+/// Logs `detail` of a fault inside the server under a new incident id; what
+/// the client is told instead.
+pub(crate) fn logged_incident(detail: &dyn std::fmt::Display) -> String {
+    let incident = uuid::Uuid::new_v4().simple().to_string();
+    let incident = &incident[..12];
+    tracing::error!(%incident, %detail, "a request failed inside the server");
+    format!("an internal fault of the server (incident {incident}: its log has the details)")
 }

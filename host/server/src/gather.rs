@@ -118,9 +118,9 @@ pub(crate) async fn execute_gathered(
     let finished = result
         .wait_for(Option::is_some)
         .await
-        .map_err(|_| JobError::Internal("a gathered run ended without a result".into()))?
+        .map_err(|_| JobError::internal("a gathered run ended without a result"))?
         .clone()
-        .ok_or_else(|| JobError::Internal("a gathered run ended without a result".into()))?;
+        .ok_or_else(|| JobError::internal("a gathered run ended without a result"))?;
     let gathered = finished?;
     let evidence = if joined {
         EvidenceUse::Joined
@@ -131,7 +131,7 @@ pub(crate) async fn execute_gathered(
     // Store writes and a comparator call: not on the server's async threads.
     tokio::task::spawn_blocking(move || own_part(&state, &job, &gathered, case, evidence))
         .await
-        .map_err(|join| JobError::Internal(format!("a gathered request's view failed: {join}")))?
+        .map_err(|join| JobError::internal(format!("a gathered request's view failed: {join}")))?
 }
 
 /// This request's own part of the gathered run: its case's event under the
@@ -146,7 +146,7 @@ fn own_part(
 ) -> Result<Executed, JobError> {
     let whole = &gathered.observation;
     let event = whole.run.events.get(case).cloned().ok_or_else(|| {
-        JobError::Internal(format!(
+        JobError::internal(format!(
             "the gathered run has no case {case} (observation {})",
             whole.id
         ))
@@ -157,7 +157,7 @@ fn own_part(
         &whole.program_sha256,
         job.invocations.clone(),
     )
-    .map_err(|e| JobError::Internal(format!("cannot key a gathered case: {e}")))?;
+    .map_err(|e| JobError::internal(format!("cannot key a gathered case: {e}")))?;
     let proven = !event.outcome.is_unproven()
         && whole
             .run
@@ -192,9 +192,9 @@ fn own_part(
             view.id = fresh_observation_id(&attempt.key);
             store
                 .record_observation(&view)
-                .map_err(|e| JobError::Internal(e.to_string()))?;
+                .map_err(|e| JobError::internal(e.to_string()))?;
         }
-        Err(error) => return Err(JobError::Internal(error.to_string())),
+        Err(error) => return Err(JobError::internal(error.to_string())),
     }
     let mut score = state
         .session()
@@ -204,7 +204,7 @@ fn own_part(
             observation: ObservationRef::Id(view.id.clone()),
             expectation: expectation_of(job)?,
         })
-        .map_err(|e| JobError::Internal(format!("cannot score a gathered case: {e}")))?;
+        .map_err(|e| JobError::internal(format!("cannot score a gathered case: {e}")))?;
     score.evidence = evidence;
     Ok(Executed {
         score,

@@ -162,6 +162,13 @@ pub enum JobError {
 }
 
 impl JobError {
+    /// A fault of the server's own parts: `detail` (which may name files
+    /// and ids of this host) goes to the log under an incident id; the
+    /// client is told the fault happened and that id.
+    pub fn internal(detail: impl std::fmt::Display) -> JobError {
+        JobError::Internal(crate::error::logged_incident(&detail))
+    }
+
     /// The default answer; dialects map `Busy` and `Refused` their own way.
     pub fn into_api_error(self) -> ApiError {
         match self {
@@ -179,7 +186,12 @@ impl JobError {
                 retry_after: Some(std::time::Duration::from_secs(5)),
             },
             JobError::Cancelled => ApiError::draining(),
-            JobError::Internal(message) => ApiError::internal(message),
+            JobError::Internal(message) => ApiError {
+                status: axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                message,
+                field: None,
+                retry_after: None,
+            },
         }
     }
 }

@@ -764,10 +764,33 @@ fn compare(stdout: &CapturedStream, expected: &[u8]) -> Option<bool> {
     Some(normalize(kept) == normalize(expected))
 }
 
+/// Judge0's own normalisation (Ruby's `split("\n").map(&:rstrip)
+/// .join("\n").strip`), on bytes: only ASCII whitespace and NUL are blank
+/// space, so a trailing no-break space or any other Unicode space still
+/// differs, and bytes that are not UTF-8 are compared as they are, never
+/// replaced.
 fn normalize(text: &[u8]) -> Vec<u8> {
-    let text = String::from_utf8_lossy(text).replace("\r\n", "\n");
-    let lines: Vec<&str> = text.split('\n').map(str::trim_end).collect();
-    lines.join("\n").trim().as_bytes().to_vec()
+    fn blank(byte: &u8) -> bool {
+        matches!(byte, b'\0' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ')
+    }
+    fn trim_end(mut bytes: &[u8]) -> &[u8] {
+        while let [rest @ .., last] = bytes
+            && blank(last)
+        {
+            bytes = rest;
+        }
+        bytes
+    }
+    let joined = text
+        .split(|byte| *byte == b'\n')
+        .map(trim_end)
+        .collect::<Vec<_>>()
+        .join(&b'\n');
+    let start = joined
+        .iter()
+        .position(|byte| !blank(byte))
+        .unwrap_or(joined.len());
+    trim_end(&joined[start..]).to_vec()
 }
 
 /// The Judge0 JSON of a stored submission, with the asked fields only.
@@ -1297,6 +1320,13 @@ mod tests {
         assert_eq!(compare(&stream("10\n", false), b"9\n"), Some(false));
         // Leading space inside a line matters.
         assert_eq!(compare(&stream("a\n b\n", false), b"a\nb"), Some(false));
+        // Only ASCII blank space is trimmed: a no-break space is output.
+        assert_eq!(compare(&stream("42\u{a0}", false), b"42"), Some(false));
+        assert_eq!(compare(&stream("42\t \r\n\0", false), b"42"), Some(true));
+        // Bytes that are not UTF-8 are compared as bytes, never replaced.
+        let raw = |bytes: &[u8]| CapturedStream::complete(bytes.to_vec());
+        assert_eq!(compare(&raw(b"\xff\n"), "\u{fffd}".as_bytes()), Some(false));
+        assert_eq!(compare(&raw(b"\xff\n"), b"\xff"), Some(true));
     }
 
     #[test]

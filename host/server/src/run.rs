@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use progscore_sandbox::{Invocation, RuntimeProfile};
+use progscore_sandbox::{Invocation, RuntimeProfile, SandboxError};
 use progscore_scoring::{ProgramInput, ScoreRequest, ScoringError, ScoringExpectation, store_call};
 
 use crate::error::ApiError;
@@ -94,10 +94,11 @@ pub(crate) async fn run_alone(
         Ok(Err(ScoringError::Cancelled)) => Err(JobError::Cancelled),
         Ok(Err(ScoringError::Refused(error))) => {
             state.metrics().sandbox_refusal(&profile_name);
-            Err(JobError::Refused(error.to_string()))
+            tracing::warn!(profile = %profile_name, %error, "the sandbox refused a run");
+            Err(JobError::Refused(for_clients(&error)))
         }
-        Ok(Err(error)) => Err(JobError::Internal(error.to_string())),
-        Err(join) => Err(JobError::Internal(format!("the run's task failed: {join}"))),
+        Ok(Err(error)) => Err(JobError::internal(error.to_string())),
+        Err(join) => Err(JobError::internal(format!("the run's task failed: {join}"))),
     }
 }
 
@@ -108,7 +109,7 @@ pub(crate) fn expectation_of(job: &ProgramJob) -> Result<ScoringExpectation, Job
     match &job.expectation {
         Some(expectation) => Ok(expectation.clone()),
         None => Ok(exits_zero(&job.profile, &job.invocations)
-            .map_err(|e| JobError::Internal(format!("cannot build the expectation: {e}")))?
+            .map_err(|e| JobError::internal(format!("cannot build the expectation: {e}")))?
             .with_limits(job.limits.run.clone(), job.limits.compile.clone())
             .with_files(job.files.clone())),
     }
@@ -126,4 +127,32 @@ fn exits_zero(
     serde_json::from_value(serde_json::json!({
         "conditions": [{"program_behaves": {"profile": profile, "cases": cases}}]
     }))
+}
+
+/// What a client is told of a sandbox's refusal: what kind of fault it is,
+/// never the host's paths, the engine's endpoint or its own words (which
+/// name both); the server's log has those.
+fn for_clients(error: &SandboxError) -> String {
+    match error {
+        SandboxError::EngineUnavailable { .. } => "the sandbox engine is not reachable".into(),
+        SandboxError::EngineUnsupported { missing, .. } => {
+            format!("the sandbox engine cannot enforce {missing}")
+        }
+        SandboxError::ArtifactMissing { profile, .. } => {
+            format!("profile `{profile}`: its image is not present")
+        }
+        SandboxError::ArtifactRefused { profile, .. } => {
+            format!("profile `{profile}`: its image was refused")
+        }
+        SandboxError::RuntimeMissing { .. } => "the profile's runtime is not installed".into(),
+        SandboxError::Setup { .. } => "the sandbox could not be set up".into(),
+        SandboxError::Remote { .. } => "the node that runs the program failed".into(),
+        // About the request itself, in the client's own terms.
+        SandboxError::UnknownProfile { .. }
+        | SandboxError::WrongBackend { .. }
+        | SandboxError::InvalidInvocation(_)
+        | SandboxError::NotAVariant { .. }
+        | SandboxError::InvalidFiles(_)
+        | SandboxError::FilesUnsupported { .. } => error.to_string(),
+    }
 }

@@ -263,3 +263,32 @@ async fn a_judge0_submission_that_finds_its_profile_busy_waits_in_queue() {
         served.metrics()
     );
 }
+
+#[tokio::test]
+async fn an_engine_away_is_said_without_its_endpoint_and_retried() {
+    let served = Served::new(
+        "",
+        |_: &FakeRequest| {
+            Err(SandboxError::EngineUnavailable {
+                message: "error trying to connect: unix:///var/run/docker.sock: connection refused"
+                    .into(),
+            })
+        },
+        Duration::ZERO,
+    )
+    .await;
+    let (status, _, body) = served
+        .post(
+            "/run_code",
+            json!({"code": "print('ok')", "language": "python"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{body}");
+    let message = body["message"].as_str().expect("a message");
+    assert!(message.contains("not reachable"), "{body}");
+    assert!(
+        !message.contains("/var/run"),
+        "the engine's endpoint leaked: {body}"
+    );
+    assert_eq!(served.runs(), 3, "refused, then asked again twice");
+}
