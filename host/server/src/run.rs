@@ -56,7 +56,13 @@ pub(crate) async fn run_alone(
     let wait = job
         .deadline
         .map_or(state.settings().queue_wait, |deadline| deadline.may_wait());
-    let turn = queue.turn_within(wait).await.map_err(|refusal| {
+    // A drain that begins while this waits for a turn ends the wait: the
+    // turn could only come after the server stopped taking work.
+    let turn = tokio::select! {
+        turn = queue.turn_within(wait) => turn,
+        () = state.drain_begun() => return Err(JobError::Cancelled),
+    };
+    let turn = turn.map_err(|refusal| {
         state
             .metrics()
             .queue_refusal(&job.profile, matches!(refusal, QueueRefusal::Full { .. }));

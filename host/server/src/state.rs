@@ -24,6 +24,9 @@ pub struct AppState {
     session: Session,
     queues: BTreeMap<String, ProfileQueue>,
     draining: AtomicBool,
+    /// Cancelled when the drain begins: requests still waiting for a turn
+    /// stop waiting (they could only start after the drain).
+    drain_begun: CancellationToken,
     /// Parent of every run's cancellation: cancelled when the drain is over.
     runs: CancellationToken,
     tracker: TaskTracker,
@@ -57,6 +60,7 @@ impl AppState {
             session,
             queues,
             draining: AtomicBool::new(false),
+            drain_begun: CancellationToken::new(),
             runs: CancellationToken::new(),
             tracker: TaskTracker::new(),
             metrics: Metrics::new(),
@@ -181,6 +185,12 @@ impl AppState {
 
     pub(crate) fn begin_drain(&self) {
         self.draining.store(true, Ordering::SeqCst);
+        self.drain_begun.cancel();
+    }
+
+    /// Resolves when the drain begins.
+    pub(crate) async fn drain_begun(&self) {
+        self.drain_begun.cancelled().await;
     }
 
     /// Runs (tasks holding a sandbox call) not yet ended.

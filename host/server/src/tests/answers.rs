@@ -292,3 +292,33 @@ async fn an_engine_away_is_said_without_its_endpoint_and_retried() {
     );
     assert_eq!(served.runs(), 3, "refused, then asked again twice");
 }
+
+#[tokio::test]
+async fn a_drain_ends_the_wait_of_requests_that_have_no_turn_yet() {
+    let served =
+        Arc::new(Served::new("concurrency = 1", prints_ok, Duration::from_millis(600)).await);
+    let send = |program: &'static str| {
+        let served = served.clone();
+        tokio::spawn(async move {
+            served
+                .post("/v1/run", json!({"program": program, "profile": "python"}))
+                .await
+        })
+    };
+    let running = send("print('first')");
+    let (_, queue) = served.state.served("python").expect("python is served");
+    while queue.running() == 0 {
+        tokio::task::yield_now().await;
+    }
+    let waiting = send("print('second')");
+    while queue.waiting() == 0 {
+        tokio::task::yield_now().await;
+    }
+    served.state.begin_drain();
+    let (status, _, body) = waiting.await.expect("the waiting request");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    // The run in flight is let finish.
+    let (status, _, body) = running.await.expect("the running request");
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(served.runs(), 1, "the waiting request never ran");
+}
