@@ -23,6 +23,7 @@
 
 mod auth;
 mod body;
+mod budget;
 mod error;
 mod execute;
 mod gather;

@@ -114,7 +114,7 @@ impl Metrics {
         let queue_refusals = Family::<RefusalLabels, Counter>::default();
         registry.register(
             "queue_refusals",
-            "Requests refused for overload (full: the line was full; waited: no turn in time)",
+            "Requests refused for overload (full: the line was full; waited: no turn in time; memory: the memory budget stayed held)",
             queue_refusals.clone(),
         );
         let verdicts = Family::<VerdictLabels, Counter>::default();
@@ -197,11 +197,11 @@ impl Metrics {
     }
 
     /// A request refused for overload.
-    pub fn queue_refusal(&self, profile: &str, full: bool) {
+    pub fn queue_refusal(&self, profile: &str, kind: &str) {
         self.queue_refusals
             .get_or_create(&RefusalLabels {
                 profile: profile.to_string(),
-                kind: if full { "full" } else { "waited" }.to_string(),
+                kind: kind.to_string(),
             })
             .inc();
     }
@@ -292,7 +292,7 @@ mod tests {
         metrics.request("/run_code", 200);
         metrics.request("/submissions", 422);
         metrics.turn("python", Duration::from_millis(3));
-        metrics.queue_refusal("python", true);
+        metrics.queue_refusal("python", "full");
         metrics.sandbox_refusal("cpp");
         let text = metrics.encode(&[("python".into(), 2, 6)], 7);
         for line in [

@@ -25,14 +25,31 @@ pub(crate) enum QueueRefusal {
     Full { waiting: usize },
     /// It waited the configured time without a turn.
     Waited { waited: Duration },
+    /// It had a turn, but the runs in flight held the memory budget for as
+    /// long as it could wait.
+    Memory { needed: u64, budget: u64 },
 }
 
 impl QueueRefusal {
+    /// The kind, as the metrics name it.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            QueueRefusal::Full { .. } => "full",
+            QueueRefusal::Waited { .. } => "waited",
+            QueueRefusal::Memory { .. } => "memory",
+        }
+    }
+
     /// For a person: what happened and what to do.
     pub(crate) fn message(&self, profile: &str) -> String {
         match self {
             QueueRefusal::Full { waiting } => format!(
                 "profile `{profile}` is busy: {waiting} request(s) already wait (the [serve] queue bound); try again later"
+            ),
+            QueueRefusal::Memory { needed, budget } => format!(
+                "profile `{profile}` is busy: the runs in flight hold the server's memory budget ({}), and the {} this program may use did not free up in time ([serve] memory_budget); try again later",
+                bytesize::ByteSize::b(*budget),
+                bytesize::ByteSize::b(*needed),
             ),
             QueueRefusal::Waited { waited } => format!(
                 "profile `{profile}` is busy: no turn within {:.1}s ([serve] queue_wait); try again later",

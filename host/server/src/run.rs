@@ -51,7 +51,7 @@ pub(crate) async fn run_alone(
     job: ProgramJob,
     field: &(dyn Fn(Part) -> String + Sync),
 ) -> Result<Executed, JobError> {
-    let (_, queue) = admit(state, &job, field)?;
+    let (profile, queue) = admit(state, &job, field)?;
     let asked = std::time::Instant::now();
     let wait = job
         .deadline
@@ -62,14 +62,26 @@ pub(crate) async fn run_alone(
         turn = queue.turn_within(wait) => turn,
         () = state.drain_begun() => return Err(JobError::Cancelled),
     };
-    let turn = turn.map_err(|refusal| {
-        state
-            .metrics()
-            .queue_refusal(&job.profile, matches!(refusal, QueueRefusal::Full { .. }));
+    let busy = |refusal: QueueRefusal| {
+        state.metrics().queue_refusal(&job.profile, refusal.kind());
         JobError::Busy {
             profile: job.profile.clone(),
             refusal,
         }
+    };
+    let turn = turn.map_err(busy)?;
+    // Its memory limit, out of the budget, for as long as it runs.
+    let needed = memory_needed(profile, &job);
+    let memory = state.memory_budget();
+    let share = tokio::select! {
+        share = memory.share(needed, wait.saturating_sub(asked.elapsed())) => share,
+        () = state.drain_begun() => return Err(JobError::Cancelled),
+    };
+    let share = share.ok_or_else(|| {
+        busy(QueueRefusal::Memory {
+            needed,
+            budget: memory.total(),
+        })
     })?;
     state.metrics().turn(&job.profile, asked.elapsed());
     let profile_name = job.profile.clone();
@@ -86,6 +98,7 @@ pub(crate) async fn run_alone(
         let state = state.clone();
         async move {
             let _turn = turn;
+            let _share = share;
             let started = std::time::Instant::now();
             let score = state.scorer().score(request).await?;
             state.metrics().scored(&score, started.elapsed());
@@ -161,4 +174,18 @@ fn for_clients(error: &SandboxError) -> String {
         | SandboxError::InvalidFiles(_)
         | SandboxError::FilesUnsupported { .. } => error.to_string(),
     }
+}
+
+/// The most memory `job`'s run may use at once: its memory limit, or its
+/// compile's when that is larger (they run one after another), with the
+/// job's own limits applied.
+fn memory_needed(profile: &RuntimeProfile, job: &ProgramJob) -> u64 {
+    let variant = profile
+        .with_limits(job.limits.run.as_ref(), job.limits.compile.as_ref())
+        .unwrap_or_else(|_| profile.clone());
+    let compile = variant
+        .compile
+        .as_ref()
+        .map_or(0, |compile| compile.limits.memory_bytes);
+    variant.limits.memory_bytes.max(compile)
 }

@@ -13,6 +13,7 @@ use progscore_scoring::ProgramExecutionScorer;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::budget::MemoryBudget;
 use crate::error::ServeError;
 use crate::gatherings::Gatherings;
 use crate::metrics::Metrics;
@@ -32,6 +33,7 @@ pub struct AppState {
     tracker: TaskTracker,
     metrics: Metrics,
     gatherings: Gatherings,
+    memory: MemoryBudget,
 }
 
 impl AppState {
@@ -55,6 +57,9 @@ impl AppState {
                 )
             })
             .collect();
+        let memory = settings
+            .memory_budget
+            .map_or_else(MemoryBudget::of_this_machine, MemoryBudget::new);
         Ok(AppState {
             config,
             session,
@@ -65,6 +70,7 @@ impl AppState {
             tracker: TaskTracker::new(),
             metrics: Metrics::new(),
             gatherings: Gatherings::default(),
+            memory,
         })
     }
 
@@ -186,6 +192,11 @@ impl AppState {
     pub(crate) fn begin_drain(&self) {
         self.draining.store(true, Ordering::SeqCst);
         self.drain_begun.cancel();
+    }
+
+    /// The runs' share of the machine's memory.
+    pub(crate) fn memory_budget(&self) -> &MemoryBudget {
+        &self.memory
     }
 
     /// Resolves when the drain begins.

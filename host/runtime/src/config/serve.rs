@@ -57,6 +57,11 @@ pub struct ServeSettings {
     /// one run, built once (verl sends one request per test case). Zero: no
     /// gathering.
     pub gather: Duration,
+    /// The most memory the runs in flight may be given in all: the sum of
+    /// their memory limits (a program's and, while it builds, its
+    /// compile's). Past it a run waits for a turn like any other. `None`:
+    /// three quarters of the machine's memory.
+    pub memory_budget: Option<u64>,
     /// The per-request limits a request may ask for (a dialect's
     /// `run_timeout`, `memory_limit`...; a native expectation's `limits`):
     /// a request past one is refused naming its field and the setting.
@@ -119,6 +124,7 @@ impl Default for ServeSettings {
             drain: Duration::from_secs(30),
             fresh: false,
             gather: Duration::from_millis(50),
+            memory_budget: None,
             request_limits: RequestLimitMaxima::default(),
         }
     }
@@ -149,6 +155,7 @@ pub(crate) struct ServeSection {
     drain: Option<String>,
     fresh: Option<bool>,
     gather: Option<String>,
+    memory_budget: Option<String>,
     max_timeout: Option<String>,
     max_cpu_time: Option<String>,
     max_memory: Option<String>,
@@ -242,6 +249,24 @@ pub(crate) fn parse_serve(
             Some(target) => *target = value,
             None => settings.concurrency = Some(value),
         }
+    }
+    if let Some(value) = &section.memory_budget {
+        let bytes = value
+            .parse::<bytesize::ByteSize>()
+            .map_err(|e| {
+                refuse(
+                    "memory_budget",
+                    format!("{value:?} is not a size ({e}); e.g. \"16GiB\""),
+                )
+            })?
+            .as_u64();
+        if bytes < MIN_REQUEST_MEMORY {
+            return Err(refuse(
+                "memory_budget",
+                format!("{value:?} is less than one program's smallest memory limit (6MiB)"),
+            ));
+        }
+        settings.memory_budget = Some(bytes);
     }
     for (field, value, target) in [
         ("max_body", &section.max_body, &mut settings.max_body),

@@ -322,3 +322,50 @@ async fn a_drain_ends_the_wait_of_requests_that_have_no_turn_yet() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(served.runs(), 1, "the waiting request never ran");
 }
+
+#[tokio::test]
+async fn runs_wait_for_memory_the_runs_in_flight_hold() {
+    // Four slots, but memory for one 256 MiB program at a time: the second
+    // waits for the first's share, and is refused when it cannot wait.
+    let served = Arc::new(
+        Served::new(
+            "concurrency = 4\nmemory_budget = \"300MiB\"\nqueue_wait = \"1s\"",
+            prints_ok,
+            Duration::from_millis(2500),
+        )
+        .await,
+    );
+    let send = |program: &'static str| {
+        let served = served.clone();
+        tokio::spawn(async move {
+            served
+                .post(
+                    "/v1/run",
+                    json!({"program": program, "profile": "python", "limits": {"memory": "256MiB"}}),
+                )
+                .await
+        })
+    };
+    let first = send("print('first')");
+    let (_, queue) = served.state.served("python").expect("python is served");
+    while served.runs() == 0 {
+        tokio::task::yield_now().await;
+    }
+    let (status, _, body) = send("print('second')").await.expect("the second request");
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("memory_budget")),
+        "{body}"
+    );
+    assert_eq!(queue.running(), 1, "a turn is given back with the refusal");
+    let (status, _, body) = first.await.expect("the first request");
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(served.runs(), 1);
+    assert!(
+        served.metrics().contains("kind=\"memory\"} 1"),
+        "{}",
+        served.metrics()
+    );
+}
