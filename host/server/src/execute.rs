@@ -44,7 +44,7 @@ pub async fn execute(
         // A rerun its client would not wait for helps nobody.
         if job
             .deadline
-            .is_some_and(|deadline| deadline.may_wait() <= pause)
+            .is_some_and(|deadline| deadline.may_wait(job.invocations.len()) <= pause)
         {
             break;
         }

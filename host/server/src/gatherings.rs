@@ -3,21 +3,29 @@
 //! by the server's state; filled and emptied by the gathering requests.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::Mutex;
 
 use progscore_sandbox::Invocation;
 use tokio::sync::watch;
 
-use crate::job::{Executed, JobError};
+use progscore_scoring::EvidenceUse;
+use progscore_scoring::evidence::Observation;
+
+use crate::job::JobError;
 
 /// The requests gathering for one run: the profile, the program's hash and
 /// the requests' own limits ([`crate::limits::RequestLimits::gather_key`]).
 pub(crate) type GatherKey = (String, String, String);
 
+/// What a gathered run gives its requests: where its evidence came from,
+/// and each case as an observation of its own, in the cases' order.
+pub(crate) type Gathered = Arc<Result<(EvidenceUse, Vec<Observation>), JobError>>;
+
 /// One run being gathered: its cases so far, and where its result will be.
 pub(crate) struct Gathering {
     pub(crate) invocations: Vec<Invocation>,
-    pub(crate) result: watch::Receiver<Option<Result<Executed, JobError>>>,
+    pub(crate) result: watch::Receiver<Option<Gathered>>,
 }
 
 /// The runs being gathered now.

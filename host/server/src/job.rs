@@ -47,17 +47,23 @@ pub struct ProgramJob {
 pub struct ClientDeadline {
     /// The client gives up at this moment.
     pub answer_by: std::time::Instant,
-    /// The most the run itself may take (its timeouts).
-    pub run_budget: std::time::Duration,
+    /// The most the build may take (zero for a profile without one).
+    pub compile_budget: std::time::Duration,
+    /// The most one case may take.
+    pub case_budget: std::time::Duration,
 }
 
 impl ClientDeadline {
-    /// How long the job may still wait for a turn and be answered in time
-    /// (zero: it cannot).
-    pub fn may_wait(&self) -> std::time::Duration {
+    /// How long a run of `cases` cases may still wait for its turn and be
+    /// answered in time (zero: it cannot).
+    pub fn may_wait(&self, cases: usize) -> std::time::Duration {
         self.answer_by
             .saturating_duration_since(std::time::Instant::now())
-            .saturating_sub(self.run_budget + ANSWER_MARGIN)
+            .saturating_sub(self.run_budget(cases) + ANSWER_MARGIN)
+    }
+
+    fn run_budget(&self, cases: usize) -> std::time::Duration {
+        self.compile_budget + self.case_budget * u32::try_from(cases).unwrap_or(u32::MAX)
     }
 }
 

@@ -55,7 +55,9 @@ pub(crate) async fn run_alone(
     let asked = std::time::Instant::now();
     let wait = job
         .deadline
-        .map_or(state.settings().queue_wait, |deadline| deadline.may_wait());
+        .map_or(state.settings().queue_wait, |deadline| {
+            deadline.may_wait(job.invocations.len())
+        });
     // A drain that begins while this waits for a turn ends the wait: the
     // turn could only come after the server stopped taking work.
     let turn = tokio::select! {

@@ -292,7 +292,12 @@ fn client_deadline(
     let compile = seconds(compile_timeout).unwrap_or_default();
     Some(ClientDeadline {
         answer_by: std::time::Instant::now().checked_add(compile + run + VERL_ANSWER_SLACK)?,
-        run_budget: if compiles { compile + run } else { run },
+        compile_budget: if compiles {
+            compile
+        } else {
+            std::time::Duration::ZERO
+        },
+        case_budget: run,
     })
 }
 

@@ -369,3 +369,35 @@ async fn runs_wait_for_memory_the_runs_in_flight_hold() {
         served.metrics()
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_gathered_request_is_answered_before_its_client_gives_up_and_its_retry_finds_its_case() {
+    // The gathered run outlasts verl's request timeout
+    // (compile_timeout + run_timeout + 10 s = 12 s).
+    let served = Served::new("", squares, Duration::from_secs(20)).await;
+    let request = |stdin: &str| {
+        json!({
+            "code": "int main() { long n; std::cin >> n; std::cout << n * n << '\\n'; }",
+            "language": "cpp",
+            "stdin": stdin,
+            "compile_timeout": 1,
+            "run_timeout": 1,
+        })
+    };
+    let (two, three) = tokio::join!(
+        served.post("/run_code", request("2")),
+        served.post("/run_code", request("3")),
+    );
+    for (status, _, body) in [&two, &three] {
+        assert_eq!(*status, StatusCode::GATEWAY_TIMEOUT, "{body}");
+        assert_eq!(body["status"], "SandboxError", "{body}");
+    }
+    // The run goes on without them; verl retries, and the retry is
+    // answered from the case the run stored.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let (status, headers, body) = served.post("/run_code", request("3")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["run_result"]["stdout"], "9\n", "{body}");
+    assert_eq!(headers["x-progscore-evidence"], "stored");
+    assert_eq!(served.runs(), 1, "one run for the gathering and the retry");
+}
