@@ -165,3 +165,17 @@ fn one_cpp_program_sent_as_eight_tests_is_built_once() {
     );
     assert!(stored["run"]["compile"].is_object(), "{stored}");
 }
+
+#[test]
+fn the_peers_clients_never_fail_a_correct_program_while_containers_are_struck() {
+    let verl = clients_dir().join("verl_sandbox_fusion_utils.py");
+    assert!(
+        verl.exists(),
+        "{} not installed: run scripts/setup.sh",
+        verl.display()
+    );
+    let dir = serving_dir("");
+    let served = Served::start(&dir);
+    let pid = std::path::PathBuf::from(served.started.pid.to_string());
+    run_clients(served, "fault_clients.py", &[&pid, &verl]);
+}

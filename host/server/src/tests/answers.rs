@@ -370,18 +370,18 @@ async fn runs_wait_for_memory_the_runs_in_flight_hold() {
     );
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn a_gathered_request_is_answered_before_its_client_gives_up_and_its_retry_finds_its_case() {
-    // The gathered run outlasts verl's request timeout
-    // (compile_timeout + run_timeout + 10 s = 12 s).
-    let served = Served::new("", squares, Duration::from_secs(20)).await;
+    // The gathered run (10 s) outlasts what verl waits for an answer
+    // (compile_timeout + run_timeout + 10 s, less the margin kept free).
+    let served = Served::new("", squares, Duration::from_secs(10)).await;
     let request = |stdin: &str| {
         json!({
             "code": "int main() { long n; std::cin >> n; std::cout << n * n << '\\n'; }",
             "language": "cpp",
             "stdin": stdin,
-            "compile_timeout": 1,
-            "run_timeout": 1,
+            "compile_timeout": 0.1,
+            "run_timeout": 0.1,
         })
     };
     let (two, three) = tokio::join!(
@@ -392,9 +392,17 @@ async fn a_gathered_request_is_answered_before_its_client_gives_up_and_its_retry
         assert_eq!(*status, StatusCode::GATEWAY_TIMEOUT, "{body}");
         assert_eq!(body["status"], "SandboxError", "{body}");
     }
-    // The run goes on without them; verl retries, and the retry is
-    // answered from the case the run stored.
-    tokio::time::sleep(Duration::from_secs(15)).await;
+    // The run goes on without them and stores each case (beside its own
+    // observation); verl's retry is answered from the stored case.
+    let store = served.state.session().store.clone();
+    while store
+        .list_observations(&Default::default())
+        .expect("the store lists")
+        .len()
+        < 3
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let (status, headers, body) = served.post("/run_code", request("3")).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["run_result"]["stdout"], "9\n", "{body}");
