@@ -357,6 +357,23 @@ struct ReplayBody {
     id: Option<String>,
 }
 
+/// A turn for comparator work (replays and rescores run no program, but
+/// every comparison is CPU): 429 with `Retry-After` when none comes within
+/// `[serve] queue_wait`, or 503 while the server drains.
+async fn replay_turn(state: &AppState) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+    if state.is_draining() {
+        return Err(ApiError::draining());
+    }
+    state.replay_turn().await.ok_or_else(|| ApiError {
+        status: StatusCode::TOO_MANY_REQUESTS,
+        message:
+            "replays and rescores are busy: no turn within [serve] queue_wait; try again later"
+                .into(),
+        field: None,
+        retry_after: Some(std::time::Duration::from_secs(1)),
+    })
+}
+
 /// `POST /v1/replay`: scores a stored observation; runs nothing.
 async fn replay(
     State(state): State<Arc<AppState>>,
@@ -367,6 +384,7 @@ async fn replay(
         observation: ObservationRef::Id(body.observation_id),
         expectation: body.expectation,
     };
+    let _turn = replay_turn(&state).await?;
     let session = state.clone();
     let replayed = tokio::task::spawn_blocking(move || session.session().replayer.replay(request))
         .await
@@ -403,6 +421,7 @@ async fn rescore(
             expectation: item.expectation.clone(),
         })
         .collect();
+    let _turn = replay_turn(&state).await?;
     let session = state.clone();
     let results =
         tokio::task::spawn_blocking(move || session.session().replayer.rescore_batch(requests))

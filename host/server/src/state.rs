@@ -34,6 +34,10 @@ pub struct AppState {
     metrics: Metrics,
     gatherings: Gatherings,
     memory: MemoryBudget,
+    /// Turns for replays and rescores (comparator work, no sandbox): as
+    /// many at once as programs may run, so a flood of them cannot take the
+    /// machine from the runs.
+    replays: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -48,7 +52,7 @@ impl AppState {
         let concurrency = settings
             .concurrency
             .unwrap_or_else(|| progscore_runtime::policy::default_jobs(engines_take));
-        let queues = served_profiles(&config)
+        let queues: BTreeMap<String, ProfileQueue> = served_profiles(&config)
             .into_iter()
             .map(|name| {
                 (
@@ -57,6 +61,7 @@ impl AppState {
                 )
             })
             .collect();
+        let replay_turns = concurrency.max(1) * queues.len().max(1);
         let memory = settings
             .memory_budget
             .map_or_else(MemoryBudget::of_this_machine, MemoryBudget::new);
@@ -71,6 +76,7 @@ impl AppState {
             metrics: Metrics::new(),
             gatherings: Gatherings::default(),
             memory,
+            replays: std::sync::Arc::new(tokio::sync::Semaphore::new(replay_turns)),
         })
     }
 
@@ -192,6 +198,18 @@ impl AppState {
     pub(crate) fn begin_drain(&self) {
         self.draining.store(true, Ordering::SeqCst);
         self.drain_begun.cancel();
+    }
+
+    /// A turn for a replay or rescore, waiting at most `[serve] queue_wait`;
+    /// `None` when none came.
+    pub(crate) async fn replay_turn(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        tokio::time::timeout(
+            self.settings().queue_wait,
+            self.replays.clone().acquire_owned(),
+        )
+        .await
+        .ok()?
+        .ok()
     }
 
     /// The runs' share of the machine's memory.

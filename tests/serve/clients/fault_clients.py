@@ -2,9 +2,10 @@
 
 Usage: python fault_clients.py ENDPOINT SERVER_PID VERL_UTILS_PY
 
-A striker thread `docker kill`s or `docker rm -f`s, once a second, a running
-container of the server with pid SERVER_PID (as an OOM reaper, a node drain
-or an operator would), while verl's `check_correctness`, the sandbox-fusion
+A striker thread `docker kill`s or `docker rm -f`s, every 3 s (12 times at
+most), a running container of the server with pid SERVER_PID (as an OOM
+reaper, a node drain or an operator would: a fault now and then, not a
+siege that no rerun could outlast), while verl's `check_correctness`, the sandbox-fusion
 SDK, the judge0 SDK and a Piston client that retries as open-r1's
 `PistonClient` does (any status but 200, with backoff) score correct and
 wrong programs in Python and C++. A struck run proves nothing: the server
@@ -65,7 +66,7 @@ strikes = []
 
 def striker():
     how = [["docker", "kill"], ["docker", "rm", "-f"]]
-    while not stop.wait(1.0):
+    while len(strikes) < 12 and not stop.wait(3.0):
         running = server_containers()
         if running:
             command = how[len(strikes) % 2]
