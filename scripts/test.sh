@@ -58,9 +58,21 @@ language_images() {
     grep -E 'built|ready|second-engine\]' "$languages_log" >&2 || true
 }
 phase --required "language images and the second engine (beside the build)" language_images
+# The caches the tests share, warmed once beside the test build: `doctor`
+# compiles the WASI module into progscore's cache and unpacks the OCI
+# images (quick once done; on a fresh machine this is the one compile of
+# the module, where test processes starting together would each compile
+# it). A failure here is the tests' to report.
+doctor_log="$(mktemp)"
+target/debug/progscore doctor > "$doctor_log" 2>&1 &
+doctor_pid=$!
 # The test binaries are compiled first, alone: cargo holds the target
 # folder's lock while it compiles, and releases it while the tests run.
 phase "test build" cargo test --workspace --all-features --locked --no-run
+caches() {
+    wait "$doctor_pid" || echo "[test] progscore doctor: $(tail -5 "$doctor_log")" >&2
+}
+phase "caches (progscore doctor, beside the test build)" caches
 # Beside the tests, which mostly wait on containers: the lints (a check
 # build of their own, the same target folder, whose lock is free while the
 # tests run) and the guests' unit tests (a workspace and target folder of
