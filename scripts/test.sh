@@ -58,7 +58,51 @@ language_images() {
     grep -E 'built|ready|second-engine\]' "$languages_log" >&2 || true
 }
 phase --required "language images and the second engine (beside the build)" language_images
+# The caches the tests share, warmed once beside the test build: `doctor`
+# compiles the WASI module into progscore's cache and unpacks the OCI
+# images (quick once done; on a fresh machine this is the one compile of
+# the module, where test processes starting together would each compile
+# it). A failure here is the tests' to report.
+doctor_log="$(mktemp)"
+target/debug/progscore doctor > "$doctor_log" 2>&1 &
+doctor_pid=$!
+# The test binaries are compiled first, alone: cargo holds the target
+# folder's lock while it compiles, and releases it while the tests run.
+phase "test build" cargo test --workspace --all-features --locked --no-run
+caches() {
+    wait "$doctor_pid" || echo "[test] progscore doctor: $(tail -5 "$doctor_log")" >&2
+}
+phase "caches (progscore doctor, beside the test build)" caches
+# Beside the tests, which mostly wait on containers: the lints (a check
+# build of their own, the same target folder, whose lock is free while the
+# tests run) and the guests' unit tests (a workspace and target folder of
+# their own). They only add CPU load, which no test may depend on the
+# absence of (a timeout that load leaves unproven is undetermined, never
+# wrong). Their phases are printed when the tests are done.
+beside_log="$(mktemp)"
+beside_failed="$(mktemp)"
+(
+    failed=()
+    # Lints: every target, warnings are errors.
+    phase "clippy" cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+    # The guests' own unit tests (their workspace is apart: it builds for wasm32-wasip2).
+    phase "guest unit tests" cargo test --locked --manifest-path guests/Cargo.toml --workspace
+    printf '%s\n' "${failed[@]}" > "$beside_failed"
+) > "$beside_log" 2>&1 &
+beside_pid=$!
 phase "tests" cargo test --workspace --all-features --locked --no-fail-fast "$@"
+beside() {
+    wait "$beside_pid" || true
+    cat "$beside_log" >&2
+    local name
+    while IFS= read -r name; do
+        if [[ -n "$name" ]]; then
+            failed+=("$name")
+        fi
+    done < "$beside_failed"
+}
+# Its time is what the tests' end still waited for them.
+phase "clippy and guest unit tests (beside the tests): the wait after them" beside
 # The Python package: built into a cached virtual environment (with the
 # workspace's dev build, so nothing is compiled twice), tested with pytest
 # against the real engine; its example, tests and benchmark checked by mypy --strict.
@@ -80,10 +124,6 @@ python_package() {
     (cd host/python && "$venv/bin/python" -m mypy --strict --cache-dir /var/cache/progscore/mypy tests benches)
 }
 phase "python package" python_package
-# Lints last (a check build of its own): every target, warnings are errors.
-phase "clippy" cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
-# The guests' own unit tests (their workspace is apart: it builds for wasm32-wasip2).
-phase "guest unit tests" cargo test --locked --manifest-path guests/Cargo.toml --workspace
 echo "[test] total: $SECONDS s" >&2
 if ((${#failed[@]} > 0)); then
     echo "[test] failed phases: ${failed[*]}" >&2

@@ -558,8 +558,21 @@ async fn a_memory_error_is_the_programs_own(kind: Kind) {
 /// A wall-clock timeout as the backend can prove it. An engine elsewhere
 /// measures neither the program's CPU time nor its waits, so nothing can tell
 /// a slow program from a starved one: its timeout stays unconfirmed (the
-/// verdict undetermined), never proven.
+/// verdict undetermined), never proven. Elsewhere it is proven, unless
+/// other work on the machine starved the program even when it ran again
+/// alone: then, and only with that reason, it stays unconfirmed (no test
+/// may depend on the machine being quiet).
 fn assert_wall_timeout(kind: Kind, outcome: &Outcome, run: &dyn std::fmt::Debug) {
+    if let Outcome::TimedOut {
+        limit: TimeLimit::Wall,
+        unconfirmed: Some(why),
+    } = outcome
+        && kind != Kind::RuncOverTls
+        && why.contains("even running alone")
+        && why.contains("the machine is too busy")
+    {
+        return;
+    }
     if kind == Kind::RuncOverTls {
         not_supported(
             kind,

@@ -20,12 +20,29 @@ fn documented_verdicts() -> BTreeMap<String, String> {
     progscore_e2e::documented_verdicts(&examples().join("expected-verdicts.txt"))
 }
 
+/// A test folder whose profiles also have a CPU-time limit (below their
+/// wall-clock one): the example batch's infinite loop is documented `false`,
+/// a proven timeout, which only a CPU-time limit gives on a busy machine
+/// (under the wall-clock limit alone a starved loop is rightly left
+/// undetermined). Its sleeper is proven by the wall-clock limit, as before.
+fn dir_with_cpu_limits() -> Dir {
+    let dir = Dir::new();
+    dir.edit_config(|text| {
+        progscore_test_kit::replace_required(
+            &text,
+            "timeout = \"10s\"",
+            "timeout = \"10s\"\ncpu_time = \"3s\"",
+        )
+    });
+    dir
+}
+
 /// The same batch with its Docker profiles swapped for the daemonless OCI
 /// ones (same image, same limits): the same verdicts, with the OCI
 /// backend named in every case's provenance.
 #[test]
 fn the_example_batch_gets_the_same_verdicts_without_a_daemon() {
-    let dir = Dir::new();
+    let dir = dir_with_cpu_limits();
     let batch = std::fs::read_to_string(examples().join("batch.jsonl"))
         .unwrap()
         .replace(
@@ -73,7 +90,7 @@ fn the_example_batch_gets_the_same_verdicts_without_a_daemon() {
 
 #[test]
 fn the_example_batch_gets_its_documented_verdicts() {
-    let dir = Dir::new();
+    let dir = dir_with_cpu_limits();
     let batch = examples().join("batch.jsonl");
     let output = dir.run(&["score", batch.to_str().unwrap(), "--out", "results.jsonl"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));

@@ -5,8 +5,12 @@
 //! and gVisor, with guests in worker processes and in-process.
 //!
 //! Needs `scripts/setup-wasi.sh` to have run (it writes the profile fragment
-//! these tests read). The compiled module is cached in the target folder, so
-//! only the first run of this binary on a machine compiles it (about a minute).
+//! these tests read). The compiled module is cached where progscore itself
+//! keeps it (`WasiOptions`' default cache folder), so the module is compiled
+//! once per machine, by whichever of these tests, the end-to-end tests or a
+//! `progscore` run comes first; within this binary, by one test while the
+//! others wait ([`compiled`]): two compiles at once of the 100 MB module
+//! took minutes each on 2 cores.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -50,8 +54,20 @@ fn profiles() -> Vec<RuntimeProfile> {
     ]
 }
 
+/// Where progscore keeps compiled modules by default: shared with the
+/// end-to-end tests' `progscore` runs and kept across checkouts.
 fn cache_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("wasi-cache")
+    WasiOptions::in_process().cache_dir
+}
+
+/// The standard profile's module compiled into the cache, once for this
+/// binary: every test that makes a client of its own waits for it first, so
+/// that no two tests compile the same module at once.
+async fn compiled() {
+    static COMPILED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    COMPILED
+        .get_or_init(|| async { client().prepare("wasi").await.expect("prepare") })
+        .await;
 }
 
 fn options(execution: Execution, owner_root: &Path) -> WasiOptions {
@@ -215,6 +231,7 @@ async fn a_missing_module_names_the_setup_script() {
 /// Drops `execute` while the guest sleeps; when the drop returns, the guest has
 /// stopped and the workspace (with its scratch folder) is gone.
 async fn cancellation_leaves_nothing(execution: Execution) {
+    compiled().await;
     let root = tempfile::Builder::new()
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .tempdir()
@@ -278,6 +295,8 @@ async fn cancellation_in_process_leaves_no_workspace() {
 #[tokio::test]
 // Compiles a second, fuel-metered module (about a minute, once per machine).
 async fn fuel_runs_out_as_timed_out() {
+    // After the standard module: one compile at a time.
+    compiled().await;
     let fueled = profile("wasi-fuel", |s| s.limits.fuel = Some(500_000_000));
     let root = tempfile::Builder::new()
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
@@ -318,6 +337,7 @@ async fn fuel_runs_out_as_timed_out() {
 /// not run, and the client goes on with a new worker.
 #[tokio::test]
 async fn a_crashed_worker_is_a_sandbox_error() {
+    compiled().await;
     let root = tempfile::Builder::new()
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .tempdir()
@@ -381,6 +401,7 @@ fn worker_tagged(tag: &str) -> Option<i32> {
 /// reported for every run.
 #[tokio::test]
 async fn the_cpu_time_limit_and_usage_figures() {
+    compiled().await;
     let limited = profile("wasi-cpu", |s| s.limits.cpu_time = Some("300ms".into()));
     let root = tempfile::Builder::new()
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
