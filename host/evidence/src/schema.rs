@@ -102,6 +102,34 @@ pub const MIGRATIONS: &[&str] = &[
         finished_at  TEXT
     );
     "#,
+    // 5: provenance. `store_identity`: this store's own id (random, made
+    // here), which a store it is merged into records as where the evidence
+    // came from. `observation_origins`: an observation merged from another
+    // store (its file, its claimed identity, whether the operator trusted
+    // it); no row: this store ran it (every observation stored before this
+    // step counts as this store's own). Only trusted evidence is reused by
+    // `score`; the rest serves replay, rescore and reports.
+    r#"
+    CREATE TABLE store_identity (
+        singleton   INTEGER PRIMARY KEY NOT NULL CHECK (singleton = 1),
+        id          TEXT NOT NULL CHECK (length(id) = 32),
+        created_at  TEXT NOT NULL
+    );
+    INSERT INTO store_identity (singleton, id, created_at)
+        VALUES (1, lower(hex(randomblob(16))), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+    CREATE TRIGGER store_identity_no_update BEFORE UPDATE ON store_identity
+        BEGIN SELECT RAISE(ABORT, 'a store''s identity never changes'); END;
+
+    CREATE TABLE observation_origins (
+        observation_id  TEXT PRIMARY KEY NOT NULL REFERENCES observations(id),
+        merged_from     TEXT NOT NULL,
+        merged_store    TEXT,
+        trusted         INTEGER NOT NULL CHECK (trusted IN (0, 1)),
+        merged_at       TEXT NOT NULL
+    );
+    CREATE TRIGGER observation_origins_no_update BEFORE UPDATE ON observation_origins
+        BEGIN SELECT RAISE(ABORT, 'an observation''s origin is not changed'); END;
+    "#,
 ];
 
 /// The schema version this build writes.

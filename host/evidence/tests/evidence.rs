@@ -1,8 +1,8 @@
 //! The evidence store: schema, immutability, transactions, integrity, listing.
 
 use progscore_evidence::{
-    EvidenceStore, MIGRATIONS, Observation, ObservationFilter, OnConflict, RecordOutcome,
-    SCHEMA_VERSION, ScoreFilter, ScoreOrigin, ScoreRecord, ScoreStatus, StoreError,
+    EvidenceStore, MIGRATIONS, MergeTrust, Observation, ObservationFilter, OnConflict,
+    RecordOutcome, SCHEMA_VERSION, ScoreFilter, ScoreOrigin, ScoreRecord, ScoreStatus, StoreError,
 };
 use progscore_sandbox::fake::exited_event;
 use progscore_sandbox::{Invocation, ProgramRun, sha256_hex};
@@ -595,7 +595,9 @@ fn stores_written_apart_merge_into_their_union_once() {
     let there_before = there.counts().unwrap();
     drop(there);
 
-    let summary = here.merge_from(&there_path, OnConflict::Refuse).unwrap();
+    let summary = here
+        .merge_from(&there_path, OnConflict::Refuse, MergeTrust::Untrusted)
+        .unwrap();
     assert_eq!(summary.observations_added, 1, "{summary:?}");
     assert_eq!(summary.observations_present, 1, "{summary:?}");
     assert_eq!(summary.scores_added, 3, "{summary:?}");
@@ -618,7 +620,9 @@ fn stores_written_apart_merge_into_their_union_once() {
     assert_eq!(again.record.observation_ids, vec!["obs-2".to_string()]);
 
     // The same file again adds nothing; the other file was only read.
-    let twice = here.merge_from(&there_path, OnConflict::Refuse).unwrap();
+    let twice = here
+        .merge_from(&there_path, OnConflict::Refuse, MergeTrust::Untrusted)
+        .unwrap();
     assert_eq!(
         (twice.observations_added, twice.scores_added),
         (0, 0),
@@ -641,7 +645,7 @@ fn a_conflicting_observation_is_named_and_nothing_is_merged() {
         &[("obs-0", "4\n"), ("obs-1", "10\n")],
     ));
     let err = here
-        .merge_from(&there_path, OnConflict::Refuse)
+        .merge_from(&there_path, OnConflict::Refuse, MergeTrust::Untrusted)
         .unwrap_err();
     assert!(
         matches!(&err, StoreError::MergeConflict { count: 1, ids, .. } if ids == &["obs-1"]),
@@ -662,7 +666,11 @@ fn a_conflicting_observation_is_named_and_nothing_is_merged() {
 
     // Keeping this store's copy: the rest merges, the other copy's score is skipped.
     let summary = here
-        .merge_from(&there_path, OnConflict::KeepThisStore)
+        .merge_from(
+            &there_path,
+            OnConflict::KeepThisStore,
+            MergeTrust::Untrusted,
+        )
         .unwrap();
     assert_eq!(
         (summary.observations_added, summary.observations_conflicting),
@@ -703,7 +711,7 @@ fn a_tampered_or_foreign_store_is_refused_and_nothing_is_merged() {
     .unwrap();
     drop(conn);
     let err = here
-        .merge_from(&there_path, OnConflict::Refuse)
+        .merge_from(&there_path, OnConflict::Refuse, MergeTrust::Untrusted)
         .unwrap_err();
     let message = err.to_string();
     assert!(
@@ -732,7 +740,7 @@ fn a_tampered_or_foreign_store_is_refused_and_nothing_is_merged() {
         (here_path, "this store itself"),
     ] {
         let message = here
-            .merge_from(&path, OnConflict::Refuse)
+            .merge_from(&path, OnConflict::Refuse, MergeTrust::Untrusted)
             .unwrap_err()
             .to_string();
         assert!(message.contains(why), "{}: {message}", path.display());

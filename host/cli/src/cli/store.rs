@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use progscore_runtime::config::Config;
-use progscore_scoring::evidence::{EvidenceStore, OnConflict};
+use progscore_scoring::evidence::{EvidenceStore, MergeTrust, OnConflict};
 
 use super::EXIT_OK;
 
@@ -29,23 +29,39 @@ enum StoreCommand {
         /// rest, and skip the other store's scores that rest on its copy.
         #[arg(long)]
         keep_ours: bool,
+        /// Let `score` reuse the merged evidence as this store's own: only
+        /// for a file your own progscore wrote (another CI runner of
+        /// yours). Without it the merged evidence serves replay, rescore
+        /// and reports, and `score` runs an attempt here rather than
+        /// believe it.
+        #[arg(long)]
+        trust: bool,
     },
 }
 
 pub fn run(config: &Config, args: StoreArgs) -> anyhow::Result<u8> {
     match args.command {
-        StoreCommand::Merge { other, keep_ours } => {
+        StoreCommand::Merge {
+            other,
+            keep_ours,
+            trust,
+        } => {
             let store = EvidenceStore::open(&config.store_path)?;
             let on_conflict = if keep_ours {
                 OnConflict::KeepThisStore
             } else {
                 OnConflict::Refuse
             };
-            let summary = store.merge_from(&other, on_conflict)?;
+            let trust = if trust {
+                MergeTrust::Trusted
+            } else {
+                MergeTrust::Untrusted
+            };
+            let summary = store.merge_from(&other, on_conflict, trust)?;
             println!("{}", serde_json::to_string(&summary)?);
             eprintln!(
                 "progscore: merged {} into {}: {} observation(s) added ({} already here), \
-                 {} score(s) added ({} already here), {} program(s) added",
+                 {} score(s) added ({} already here), {} program(s) added; {}",
                 other.display(),
                 store.location(),
                 summary.observations_added,
@@ -53,6 +69,12 @@ pub fn run(config: &Config, args: StoreArgs) -> anyhow::Result<u8> {
                 summary.scores_added,
                 summary.scores_present,
                 summary.programs_added,
+                if summary.trusted {
+                    "trusted: `score` reuses its evidence"
+                } else {
+                    "not trusted: its evidence serves replay, rescore and reports, and `score` \
+                     runs those attempts here (merge with --trust to reuse it)"
+                },
             );
             if summary.observations_conflicting > 0 {
                 let more = summary.observations_conflicting > summary.conflicting_ids.len() as u64;

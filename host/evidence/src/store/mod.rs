@@ -4,6 +4,7 @@
 mod leases;
 mod merge;
 mod observations;
+mod origins;
 mod programs;
 mod scores;
 mod sql;
@@ -18,7 +19,8 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, params_from_iter};
 
 pub use leases::{Lease, now_unix_ms};
-pub use merge::{MergeSummary, OnConflict};
+pub use merge::{MergeSummary, MergeTrust, OnConflict};
+pub use origins::ObservationOrigin;
 pub use submissions::StoredSubmission;
 
 use crate::error::StoreError;

@@ -85,7 +85,10 @@ impl Turn {
         if self.fresh {
             return None;
         }
-        match self.store.observation(&attempt.observation_id()) {
+        match self
+            .store
+            .reusable_observation(&attempt.key, &attempt.observation_id())
+        {
             Ok(Some(observation)) if check_belongs(&observation, attempt).is_ok() => {
                 Some(Arc::new(observation))
             }
