@@ -31,6 +31,6 @@ pub use record::{
 pub use schema::{MIGRATIONS, SCHEMA_VERSION};
 pub use store::{
     EvidenceStore, Lease, MergeSummary, MergeTrust, ObservationFilter, ObservationOrigin,
-    OnConflict, RecordOutcome, ScoreFilter, StoreCounts, StoredSubmission, now_rfc3339,
-    now_unix_ms,
+    OnConflict, PruneSummary, RecordOutcome, RetentionPolicy, ScoreFilter, StoreCounts, StoreUsage,
+    StoredSubmission, now_rfc3339, now_unix_ms,
 };

@@ -6,6 +6,7 @@ mod merge;
 mod observations;
 mod origins;
 mod programs;
+mod retention;
 mod scores;
 mod sql;
 mod submissions;
@@ -21,6 +22,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, param
 pub use leases::{Lease, now_unix_ms};
 pub use merge::{MergeSummary, MergeTrust, OnConflict};
 pub use origins::ObservationOrigin;
+pub use retention::{PruneSummary, RetentionPolicy, StoreUsage};
 pub use submissions::StoredSubmission;
 
 use crate::error::StoreError;
