@@ -111,3 +111,21 @@ pub(crate) fn parse_retention(
         every,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_and_sizes_read_as_written_and_bad_ones_are_named() {
+        assert_eq!(parse_age("30d"), Ok(Duration::from_secs(30 * 24 * 60 * 60)));
+        assert_eq!(parse_size("10GiB"), Ok(10 << 30));
+        assert!(parse_age("5s").unwrap_err().contains("at least 1m"));
+        assert!(
+            parse_age("soon")
+                .unwrap_err()
+                .contains("\"soon\" is not an age")
+        );
+        assert!(parse_size("12").unwrap_err().contains("at least 1MiB"));
+    }
+}

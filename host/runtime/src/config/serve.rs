@@ -346,7 +346,7 @@ pub(crate) fn parse_serve(
         maxima.pids = pids;
     }
     if let Some(retention) = section.retention {
-        settings.retention = Some(parse_retention(retention, &refuse)?);
+        settings.retention = Some(parse_retention(retention, refuse)?);
     }
     Ok(settings)
 }
