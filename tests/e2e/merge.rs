@@ -3,7 +3,9 @@
 //! batch that overlaps the first's; merged back, the first store holds both
 //! and scores the second batch from stored evidence alone. The same attempt
 //! run apart (the same id, other content) is refused and named, and nothing
-//! is merged, unless `--keep-ours` is given.
+//! is merged, unless `--keep-ours` is given. Merged evidence stands in for
+//! a run only when the operator trusts the file (`--trust`); otherwise
+//! `score` runs the attempt here.
 
 use std::collections::BTreeMap;
 
@@ -81,13 +83,14 @@ fn stores_from_two_machines_merge_and_a_conflicting_run_is_named() {
     assert_eq!(results["square-3"]["evidence"], "stored");
     assert_eq!(results["square-4"]["evidence"], "ran");
 
-    let merged = merge(&first, &second, &[]);
+    let merged = merge(&first, &second, &["--trust"]);
     assert_eq!(merged.status.code(), Some(0), "{}", stderr(&merged));
     let summary: serde_json::Value = serde_json::from_str(stdout(&merged).trim()).unwrap();
     assert_eq!(summary["observations_added"], 1, "{summary}");
     assert_eq!(summary["observations_present"], 2, "{summary}");
     assert_eq!(summary["scores_added"], 2, "{summary}");
     assert_eq!(summary["scores_present"], 2, "{summary}");
+    assert_eq!(summary["trusted"], true, "{summary}");
     assert_eq!(counts(&first), (3, 4));
     // Merging again adds nothing.
     let again = merge(&first, &second, &[]);
@@ -139,4 +142,32 @@ fn first_observation_of(dir: &Dir, program: &str) -> String {
             |row| row.get(0),
         )
         .expect("an observation of the program")
+}
+
+#[test]
+fn evidence_merged_without_trust_is_run_again_by_score() {
+    let other = Dir::new();
+    other.write("x.jsonl", line("square-6", SQUARE, 6));
+    score(&other, "x.jsonl");
+    let here = Dir::new();
+    here.write("x.jsonl", line("square-7", SQUARE, 7));
+    score(&here, "x.jsonl");
+    let merged = merge(&here, &other, &[]);
+    assert_eq!(merged.status.code(), Some(0), "{}", stderr(&merged));
+    assert!(
+        stderr(&merged).contains("not trusted"),
+        "{}",
+        stderr(&merged)
+    );
+    here.write("y.jsonl", line("square-6", SQUARE, 6));
+    let results = score(&here, "y.jsonl");
+    assert_eq!(
+        results["square-6"]["evidence"], "ran",
+        "{}",
+        results["square-6"]
+    );
+    assert_eq!(verdict(&results["square-6"]), "true");
+    // Its own run is reused from then on.
+    let results = score(&here, "y.jsonl");
+    assert_eq!(results["square-6"]["evidence"], "stored");
 }

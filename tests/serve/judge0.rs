@@ -140,3 +140,47 @@ fn judge0_requests_it_cannot_honour_are_refused_naming_the_field() {
     let missing = served.request("GET", "/submissions/batch?tokens=a", &[], b"");
     assert_eq!(missing.json(), json!({"submissions": [null]}));
 }
+
+#[test]
+fn a_wait_true_client_that_goes_away_leaves_its_submission_running_to_a_result() {
+    use std::io::Write;
+    let dir = serving_dir("");
+    let served = Served::start(&dir);
+    let nonce = std::process::id();
+    let body =
+        json!({"source_code": format!("# {nonce}\nimport time\ntime.sleep(1)\nprint('late')\n"),
+                      "language_id": 71})
+        .to_string();
+    let mut connection = std::net::TcpStream::connect(served.address).expect("connect");
+    write!(
+        connection,
+        "POST /submissions?wait=true HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        served.address,
+        body.len()
+    )
+    .unwrap();
+    // Gone before the answer.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(connection);
+    let store = rusqlite::Connection::open(dir.path().join("evidence.db")).expect("the store");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let result: String = loop {
+        let row: Option<Option<String>> = store
+            // The only submission of this store.
+            .query_row("SELECT result FROM submissions", [], |row| row.get(0))
+            .ok();
+        if let Some(Some(result)) = row {
+            break result;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the submission is still unfinished: {row:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let result: serde_json::Value = serde_json::from_str(&result).unwrap();
+    assert_eq!(result["status_id"], 3, "it ran to its end: {result}");
+    let (code, log) = served.terminate();
+    assert_eq!(code, Some(0), "{log}");
+}

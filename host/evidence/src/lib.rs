@@ -30,6 +30,7 @@ pub use record::{
 };
 pub use schema::{MIGRATIONS, SCHEMA_VERSION};
 pub use store::{
-    EvidenceStore, Lease, MergeSummary, ObservationFilter, OnConflict, RecordOutcome, ScoreFilter,
-    StoreCounts, StoredSubmission, now_rfc3339, now_unix_ms,
+    EvidenceStore, Lease, MergeSummary, MergeTrust, ObservationFilter, ObservationOrigin,
+    OnConflict, PruneSummary, RecordOutcome, RetentionPolicy, ScoreFilter, StoreCounts, StoreUsage,
+    StoredSubmission, now_rfc3339, now_unix_ms,
 };

@@ -102,6 +102,69 @@ pub const MIGRATIONS: &[&str] = &[
         finished_at  TEXT
     );
     "#,
+    // 5: provenance. `store_identity`: this store's own id (random, made
+    // here), which a store it is merged into records as where the evidence
+    // came from. `observation_origins`: an observation merged from another
+    // store (its file, its claimed identity, whether the operator trusted
+    // it); no row: this store ran it (every observation stored before this
+    // step counts as this store's own). Only trusted evidence is reused by
+    // `score`; the rest serves replay, rescore and reports.
+    r#"
+    CREATE TABLE store_identity (
+        singleton   INTEGER PRIMARY KEY NOT NULL CHECK (singleton = 1),
+        id          TEXT NOT NULL CHECK (length(id) = 32),
+        created_at  TEXT NOT NULL
+    );
+    INSERT INTO store_identity (singleton, id, created_at)
+        VALUES (1, lower(hex(randomblob(16))), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+    CREATE TRIGGER store_identity_no_update BEFORE UPDATE ON store_identity
+        BEGIN SELECT RAISE(ABORT, 'a store''s identity never changes'); END;
+
+    CREATE TABLE observation_origins (
+        observation_id  TEXT PRIMARY KEY NOT NULL REFERENCES observations(id),
+        merged_from     TEXT NOT NULL,
+        merged_store    TEXT,
+        trusted         INTEGER NOT NULL CHECK (trusted IN (0, 1)),
+        merged_at       TEXT NOT NULL
+    );
+    CREATE TRIGGER observation_origins_no_update BEFORE UPDATE ON observation_origins
+        BEGIN SELECT RAISE(ABORT, 'an observation''s origin is not changed'); END;
+    "#,
+    // 6: retention. Evidence is deleted only by a prune, which holds the
+    // row of `prune_permit` for the length of its own transaction (no other
+    // connection ever sees it); without it, deleting evidence is refused as
+    // before. Indexes for finding old rows.
+    r#"
+    CREATE TABLE prune_permit (
+        singleton  INTEGER PRIMARY KEY NOT NULL CHECK (singleton = 1)
+    );
+    DROP TRIGGER programs_no_delete;
+    CREATE TRIGGER programs_no_delete BEFORE DELETE ON programs
+        WHEN NOT EXISTS (SELECT 1 FROM prune_permit)
+        BEGIN SELECT RAISE(ABORT, 'programs are content-addressed and immutable'); END;
+    DROP TRIGGER observations_no_delete;
+    CREATE TRIGGER observations_no_delete BEFORE DELETE ON observations
+        WHEN NOT EXISTS (SELECT 1 FROM prune_permit)
+        BEGIN SELECT RAISE(ABORT, 'observations are immutable evidence'); END;
+    DROP TRIGGER scores_no_delete;
+    CREATE TRIGGER scores_no_delete BEFORE DELETE ON scores
+        WHEN NOT EXISTS (SELECT 1 FROM prune_permit)
+        BEGIN SELECT RAISE(ABORT, 'scores are append-only'); END;
+    DROP TRIGGER score_observations_no_delete;
+    CREATE TRIGGER score_observations_no_delete BEFORE DELETE ON score_observations
+        WHEN NOT EXISTS (SELECT 1 FROM prune_permit)
+        BEGIN SELECT RAISE(ABORT, 'score links are append-only'); END;
+    CREATE INDEX observations_by_time ON observations(created_at);
+    CREATE INDEX submissions_by_time ON submissions(finished_at);
+    "#,
+    // 7: the lock file of the server process that runs a submission
+    // (`progscore_sandbox::Owner`): its lock, free, proves that owner gone,
+    // also across PID namespaces, where a pid proves nothing. NULL: a row
+    // written before this step, by a progscore that can no longer open
+    // this store.
+    r#"
+    ALTER TABLE submissions ADD COLUMN owner_lock TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

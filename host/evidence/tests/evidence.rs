@@ -1,8 +1,9 @@
 //! The evidence store: schema, immutability, transactions, integrity, listing.
 
 use progscore_evidence::{
-    EvidenceStore, MIGRATIONS, Observation, ObservationFilter, OnConflict, RecordOutcome,
-    SCHEMA_VERSION, ScoreFilter, ScoreOrigin, ScoreRecord, ScoreStatus, StoreError,
+    EvidenceStore, MIGRATIONS, MergeTrust, Observation, ObservationFilter, OnConflict,
+    RecordOutcome, RetentionPolicy, SCHEMA_VERSION, ScoreFilter, ScoreOrigin, ScoreRecord,
+    ScoreStatus, StoreError,
 };
 use progscore_sandbox::fake::exited_event;
 use progscore_sandbox::{Invocation, ProgramRun, sha256_hex};
@@ -536,16 +537,23 @@ fn a_submission_is_stored_and_its_first_result_stands_across_a_reopen() {
     {
         let store = EvidenceStore::open(&path).unwrap();
         store
-            .insert_submission("tok-1", "judge0", "owner-a", r#"{"code":"x"}"#)
+            .insert_submission(
+                "tok-1",
+                "judge0",
+                "owner-a",
+                Some("/owners/owner-a.lock"),
+                r#"{"code":"x"}"#,
+            )
             .unwrap();
         let pending = store.submission("tok-1").unwrap().unwrap();
         assert_eq!(pending.result, None);
         assert_eq!(pending.finished_at, None);
         assert_eq!(pending.owner, "owner-a");
+        assert_eq!(pending.owner_lock.as_deref(), Some("/owners/owner-a.lock"));
         // A token is never reused.
         assert!(
             store
-                .insert_submission("tok-1", "judge0", "owner-b", "{}")
+                .insert_submission("tok-1", "judge0", "owner-b", None, "{}")
                 .is_err()
         );
         assert!(store.finish_submission("tok-1", r#"{"status":3}"#).unwrap());
@@ -555,6 +563,20 @@ fn a_submission_is_stored_and_its_first_result_stands_across_a_reopen() {
                 .unwrap()
         );
         assert!(!store.finish_submission("no-such-token", "{}").unwrap());
+        // A server that stops fails its own unfinished ones, no one else's.
+        for (token, owner) in [("tok-a", "owner-a"), ("tok-b", "owner-b")] {
+            store
+                .insert_submission(token, "judge0", owner, None, "{}")
+                .unwrap();
+        }
+        assert_eq!(
+            store
+                .finish_unfinished_submissions_of("owner-a", r#"{"status":13}"#)
+                .unwrap(),
+            1
+        );
+        assert!(store.submission("tok-a").unwrap().unwrap().result.is_some());
+        assert!(store.submission("tok-b").unwrap().unwrap().result.is_none());
     }
     let store = EvidenceStore::open(&path).unwrap();
     let done = store.submission("tok-1").unwrap().unwrap();
@@ -595,7 +617,9 @@ fn stores_written_apart_merge_into_their_union_once() {
     let there_before = there.counts().unwrap();
     drop(there);
 
-    let summary = here.merge_from(&there_path, OnConflict::Refuse).unwrap();
+    let summary = here
+        .merge_from(&there_path, OnConflict::Refuse, MergeTrust::Untrusted)
+        .unwrap();
     assert_eq!(summary.observations_added, 1, "{summary:?}");
     assert_eq!(summary.observations_present, 1, "{summary:?}");
     assert_eq!(summary.scores_added, 3, "{summary:?}");
@@ -618,7 +642,9 @@ fn stores_written_apart_merge_into_their_union_once() {
     assert_eq!(again.record.observation_ids, vec!["obs-2".to_string()]);
 
     // The same file again adds nothing; the other file was only read.
-    let twice = here.merge_from(&there_path, OnConflict::Refuse).unwrap();
+    let twice = here
+        .merge_from(&there_path, OnConflict::Refuse, MergeTrust::Untrusted)
+        .unwrap();
     assert_eq!(
         (twice.observations_added, twice.scores_added),
         (0, 0),
@@ -641,7 +667,7 @@ fn a_conflicting_observation_is_named_and_nothing_is_merged() {
         &[("obs-0", "4\n"), ("obs-1", "10\n")],
     ));
     let err = here
-        .merge_from(&there_path, OnConflict::Refuse)
+        .merge_from(&there_path, OnConflict::Refuse, MergeTrust::Untrusted)
         .unwrap_err();
     assert!(
         matches!(&err, StoreError::MergeConflict { count: 1, ids, .. } if ids == &["obs-1"]),
@@ -662,7 +688,11 @@ fn a_conflicting_observation_is_named_and_nothing_is_merged() {
 
     // Keeping this store's copy: the rest merges, the other copy's score is skipped.
     let summary = here
-        .merge_from(&there_path, OnConflict::KeepThisStore)
+        .merge_from(
+            &there_path,
+            OnConflict::KeepThisStore,
+            MergeTrust::Untrusted,
+        )
         .unwrap();
     assert_eq!(
         (summary.observations_added, summary.observations_conflicting),
@@ -703,7 +733,7 @@ fn a_tampered_or_foreign_store_is_refused_and_nothing_is_merged() {
     .unwrap();
     drop(conn);
     let err = here
-        .merge_from(&there_path, OnConflict::Refuse)
+        .merge_from(&there_path, OnConflict::Refuse, MergeTrust::Untrusted)
         .unwrap_err();
     let message = err.to_string();
     assert!(
@@ -732,10 +762,205 @@ fn a_tampered_or_foreign_store_is_refused_and_nothing_is_merged() {
         (here_path, "this store itself"),
     ] {
         let message = here
-            .merge_from(&path, OnConflict::Refuse)
+            .merge_from(&path, OnConflict::Refuse, MergeTrust::Untrusted)
             .unwrap_err()
             .to_string();
         assert!(message.contains(why), "{}: {message}", path.display());
     }
     assert_eq!(here.counts().unwrap(), before);
+}
+
+/// An observation of its own attempt, run at `created_at`.
+fn observation_at(id: &str, created_at: &str) -> Observation {
+    let mut observation = observation(id, "9\n");
+    observation.attempt_key = sha256_hex(id.as_bytes());
+    observation.created_at = created_at.into();
+    observation
+}
+
+const LONG_AGO: &str = "2020-01-01T00:00:00.000Z";
+const DAY: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
+fn ids(store: &EvidenceStore) -> Vec<String> {
+    let mut ids: Vec<String> = store
+        .list_observations(&ObservationFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|summary| summary.id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn a_prune_by_age_keeps_what_a_standing_score_rests_on_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EvidenceStore::open(dir.path().join("evidence.db")).unwrap();
+    let now = progscore_evidence::now_rfc3339();
+    let record = |id: &str, at: &str, item: Option<&str>| {
+        store
+            .record_observation_with_score(
+                Some(PROGRAM),
+                &observation_at(id, at),
+                &score(item, &[id], Some(true)),
+            )
+            .unwrap();
+    };
+    record("anonymous-old", LONG_AGO, None);
+    record("item-x-old", LONG_AGO, Some("x"));
+    record("item-y-superseded", LONG_AGO, Some("y"));
+    record("item-y-now", &now, Some("y"));
+    record("anonymous-new", &now, None);
+    store
+        .insert_submission("t-done", "judge0", "o", None, "{}")
+        .unwrap();
+    store.finish_submission("t-done", "{}").unwrap();
+    store
+        .insert_submission("t-running", "judge0", "o", None, "{}")
+        .unwrap();
+    let policy = RetentionPolicy {
+        max_age: Some(30 * DAY),
+        ..RetentionPolicy::default()
+    };
+
+    let dry = store.prune(&policy, true).unwrap();
+    assert!(dry.dry_run);
+    assert_eq!(dry.observations_removed, 2, "{dry:?}");
+    assert_eq!(ids(&store).len(), 5, "a dry run removes nothing");
+
+    let pruned = store.prune(&policy, false).unwrap();
+    assert_eq!(
+        (pruned.observations_removed, pruned.scores_removed),
+        (2, 2),
+        "{pruned:?}"
+    );
+    assert_eq!(pruned.observations_kept_for_scores, 1, "{pruned:?}");
+    assert_eq!(
+        ids(&store),
+        ["anonymous-new", "item-x-old", "item-y-now"],
+        "the old anonymous run and item y's superseded one go"
+    );
+    assert_eq!(
+        store
+            .latest_score_for_item("x")
+            .unwrap()
+            .unwrap()
+            .record
+            .observation_ids,
+        ["item-x-old"]
+    );
+    assert_eq!(store.list_scores(&ScoreFilter::default()).unwrap().len(), 3);
+    // The submissions are not old; the program is still used.
+    assert_eq!(pruned.submissions_removed, 0);
+    assert!(store.program(&sha256_hex(PROGRAM)).unwrap().is_some());
+
+    let everything = store
+        .prune(
+            &RetentionPolicy {
+                include_scored: true,
+                ..policy.clone()
+            },
+            false,
+        )
+        .unwrap();
+    assert_eq!(everything.observations_removed, 1, "{everything:?}");
+    assert_eq!(ids(&store), ["anonymous-new", "item-y-now"]);
+    assert!(store.latest_score_for_item("x").unwrap().is_none());
+    // Outside a prune, evidence still cannot be deleted.
+    let conn = Connection::open(dir.path().join("evidence.db")).unwrap();
+    assert!(
+        conn.execute("DELETE FROM observations WHERE id = 'anonymous-new'", [])
+            .is_err()
+    );
+}
+
+#[test]
+fn old_finished_submissions_go_and_unfinished_ones_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("evidence.db");
+    let store = EvidenceStore::open(&path).unwrap();
+    for token in ["done", "running"] {
+        store
+            .insert_submission(token, "judge0", "o", None, "{}")
+            .unwrap();
+    }
+    store.finish_submission("done", "{}").unwrap();
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(&format!(
+            "UPDATE submissions SET created_at = '{LONG_AGO}';
+             UPDATE submissions SET finished_at = '{LONG_AGO}' WHERE token = 'done';"
+        ))
+        .unwrap();
+    let pruned = store
+        .prune(
+            &RetentionPolicy {
+                max_age: Some(DAY),
+                ..RetentionPolicy::default()
+            },
+            false,
+        )
+        .unwrap();
+    assert_eq!(pruned.submissions_removed, 1);
+    assert!(store.submission("done").unwrap().is_none());
+    assert!(store.submission("running").unwrap().is_some());
+    assert_eq!(store.usage().unwrap().submissions, 1);
+}
+
+#[test]
+fn a_prune_by_size_removes_the_oldest_until_the_store_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EvidenceStore::open(dir.path().join("evidence.db")).unwrap();
+    let big = "x".repeat(8 * 1024);
+    for n in 0..200 {
+        let id = format!("obs-{n:03}");
+        let mut observation = observation_at(
+            &id,
+            &format!("2026-01-01T00:{:02}:{:02}.000Z", n / 60, n % 60),
+        );
+        observation.run.events = vec![exited_event(0, big.as_bytes(), b"")];
+        store
+            .record_observation_with_score(
+                Some(PROGRAM),
+                &observation,
+                &score(None, &[&id], Some(true)),
+            )
+            .unwrap();
+    }
+    let before = store.usage().unwrap();
+    assert_eq!(before.observations, 200);
+    let target = before.in_use_bytes / 2;
+    let pruned = store
+        .prune(
+            &RetentionPolicy {
+                max_size: Some(target),
+                ..RetentionPolicy::default()
+            },
+            false,
+        )
+        .unwrap();
+    assert!(
+        pruned.bytes_in_use_after <= target,
+        "{} bytes in use, more than {target}: {pruned:?}",
+        pruned.bytes_in_use_after
+    );
+    assert!(
+        pruned.observations_removed >= 90 && pruned.observations_removed < 130,
+        "{pruned:?}"
+    );
+    assert_eq!(pruned.removed_ids[0], "obs-000", "oldest first");
+    let left = ids(&store);
+    assert!(left.contains(&"obs-199".to_string()));
+    assert!(!left.contains(&"obs-000".to_string()));
+    // A store that fits is left alone.
+    let again = store
+        .prune(
+            &RetentionPolicy {
+                max_size: Some(target),
+                ..RetentionPolicy::default()
+            },
+            false,
+        )
+        .unwrap();
+    assert_eq!(again.observations_removed, 0);
 }

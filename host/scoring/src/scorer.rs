@@ -156,6 +156,24 @@ impl ProgramExecutionScorer {
             store.record_observation_with_score(program_bytes, observation, &draft.record)
         }) {
             Ok((score_id, _)) => Ok(draft.into_score(score_id, evidence.origin)),
+            Err(StoreError::ObservationConflict { stored, .. })
+                if !store.observation_origin(&stored.id)?.is_reusable() =>
+            {
+                // The attempt's id holds merged evidence this store does not
+                // trust: this run is the evidence, kept under a fresh id of
+                // the attempt (where the next score finds it).
+                let mut own = (**observation).clone();
+                own.id = attempt.fresh_observation_id();
+                let mut draft = draft;
+                for id in &mut draft.record.observation_ids {
+                    if *id == observation.id {
+                        id.clone_from(&own.id);
+                    }
+                }
+                let (score_id, _) =
+                    store.record_observation_with_score(program_bytes, &own, &draft.record)?;
+                Ok(draft.into_score(score_id, evidence.origin))
+            }
             Err(StoreError::ObservationConflict { stored, .. }) => {
                 // Another process stored its own run of this attempt first.
                 // Its evidence stands; score against it instead.

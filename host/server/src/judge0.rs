@@ -883,31 +883,60 @@ fn text_value(stored: Option<&String>, base64: bool, field: &str) -> Result<Valu
     })
 }
 
-/// This process, as the owner of the submissions it runs: its pid and
-/// start time, so that a restarted server (or another one on the same
-/// store) can tell that the owner of an unfinished row is gone.
-fn this_owner() -> String {
-    let pid = std::process::id();
-    format!("{pid}@{}", process_start(pid).unwrap_or_default())
+/// This server's owner name and lock file, recorded with each submission
+/// it runs.
+fn this_owner(state: &AppState) -> (String, Option<String>) {
+    match state.submissions_owner() {
+        Some(owner) => (
+            owner.name().to_string(),
+            Some(owner.lock_path().display().to_string()),
+        ),
+        // No lock to record: a row another server can never judge gone.
+        None => (format!("progscore-serve-{}", std::process::id()), None),
+    }
 }
 
-/// A process's start time in clock ticks since boot (`/proc/PID/stat`
-/// field 22), which tells a live process from a reused pid.
-fn process_start(pid: u32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces: count after its ')'.
-    let after = stat.rsplit_once(')')?.1;
-    after.split_whitespace().nth(19).map(str::to_string)
+/// Whether the server that runs an unfinished submission is provably gone:
+/// its lock file exists and nobody holds the lock (the kernel released it
+/// when that process ended, however it ended; pids prove nothing across
+/// PID namespaces). A row from before locks were recorded was written by a
+/// progscore that can no longer open this store (its schema is newer), so
+/// its owner has stopped.
+fn owner_gone(state: &AppState, stored: &progscore_scoring::evidence::StoredSubmission) -> bool {
+    if stored.owner == this_owner(state).0 {
+        return false;
+    }
+    match &stored.owner_lock {
+        Some(lock) => progscore_sandbox::lock_proves_owner_gone(std::path::Path::new(lock)),
+        None => true,
+    }
 }
 
-fn owner_alive(owner: &str) -> bool {
-    let Some((pid, start)) = owner.split_once('@') else {
-        return false;
+/// Fails what this server accepted and did not finish (a cancelled run
+/// stores its own result; this is for rows whose task never got there), so
+/// that nothing of a server that stopped stays "In Queue". Called once the
+/// server's runs have ended.
+pub(crate) fn fail_unfinished(state: &AppState) {
+    let Some(owner) = state.submissions_owner() else {
+        return;
     };
-    let Ok(pid) = pid.parse::<u32>() else {
-        return false;
+    let result = StoredResult::internal_error(
+        "the server stopped before this submission ran; submit it again",
+    );
+    let Ok(text) = serde_json::to_string(&result) else {
+        return;
     };
-    process_start(pid).as_deref() == Some(start)
+    match state
+        .session()
+        .store
+        .finish_unfinished_submissions_of(owner.name(), &text)
+    {
+        Ok(0) => {}
+        Ok(failed) => tracing::warn!(failed, "failed the submissions this server did not finish"),
+        Err(error) => {
+            tracing::error!(%error, "could not fail the submissions this server did not finish")
+        }
+    }
 }
 
 /// A stored submission as Judge0 renders it; an unfinished one whose owner
@@ -927,7 +956,7 @@ fn load(
     if stored.dialect != DIALECT {
         return Ok(None);
     }
-    if stored.result.is_none() && stored.owner != this_owner() && !owner_alive(&stored.owner) {
+    if stored.result.is_none() && owner_gone(state, &stored) {
         let abandoned = StoredResult::internal_error(
             "the server that accepted this submission stopped before it ran; submit it again",
         );
@@ -972,11 +1001,15 @@ async fn submit(
     }
     let token = uuid::Uuid::new_v4().to_string();
     let text = serde_json::to_string(&request).map_err(|e| ApiError::internal(e.to_string()))?;
+    let (owner, owner_lock) = this_owner(state);
     store_call(|| {
-        state
-            .session()
-            .store
-            .insert_submission(&token, DIALECT, &this_owner(), &text)
+        state.session().store.insert_submission(
+            &token,
+            DIALECT,
+            &owner,
+            owner_lock.as_deref(),
+            &text,
+        )
     })
     .map_err(|e| ApiError::internal(e.to_string()))?;
     let work = {
@@ -1005,10 +1038,12 @@ async fn submit(
             }
         }
     };
+    // The run is the server's, not the connection's: a `wait=true` client
+    // that goes away leaves it running to its stored result (fetchable by
+    // token), never a row "In Queue" until a restart.
+    let running = state.tracker().spawn(work);
     if wait {
-        work.await;
-    } else {
-        state.tracker().spawn(work);
+        let _ = running.await;
     }
     Ok(token)
 }
@@ -1354,13 +1389,5 @@ mod tests {
             Options::parse(&query(&[("fields", "*"), ("base64_encoded", "true")])).unwrap();
         assert!(options.base64);
         assert_eq!(options.fields.len(), ALL_FIELDS.len());
-    }
-
-    #[test]
-    fn owners_are_told_alive_by_pid_and_start_time() {
-        assert!(owner_alive(&this_owner()));
-        let pid = std::process::id();
-        assert!(!owner_alive(&format!("{pid}@1")));
-        assert!(!owner_alive("not-an-owner"));
     }
 }

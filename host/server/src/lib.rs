@@ -37,6 +37,7 @@ mod observe;
 mod openapi;
 mod piston;
 mod queue;
+mod retention;
 mod run;
 mod sandbox_fusion;
 mod state;
@@ -124,6 +125,13 @@ impl Server {
             }
         };
         tokio::spawn(draining);
+        let pruning = state.settings().retention.clone().map(|settings| {
+            tokio::spawn(retention::prune_periodically(
+                state.clone(),
+                settings,
+                stop.clone(),
+            ))
+        });
         let server = axum::serve(
             listener,
             app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
@@ -148,8 +156,16 @@ impl Server {
         });
         let served = server.await;
         cancel_after_drain.abort();
+        if let Some(pruning) = pruning {
+            // A prune under way finishes its batch on its blocking thread.
+            pruning.abort();
+        }
         state.cancel_runs();
         state.wait_for_runs().await;
+        // Its runs are over: what it accepted and did not finish is failed
+        // now, before its owner's lock goes with it.
+        let failing = state.clone();
+        let _ = tokio::task::spawn_blocking(move || judge0::fail_unfinished(&failing)).await;
         served.map_err(ServeError::Io)
     }
 }
@@ -201,10 +217,17 @@ async fn readyz(
     }
 }
 
-/// `GET /metrics`: the Prometheus text format.
+/// `GET /metrics`: the Prometheus text format. The store's size and rows
+/// are read on a blocking thread (counting a large table takes a while).
 async fn metrics_text(
     axum::extract::State(state): axum::extract::State<Arc<AppState>>,
 ) -> impl axum::response::IntoResponse {
+    let store = state.session().store.clone();
+    match tokio::task::spawn_blocking(move || store.usage()).await {
+        Ok(Ok(usage)) => state.metrics().store_usage(&usage),
+        Ok(Err(error)) => tracing::warn!(%error, "could not read the store's size for /metrics"),
+        Err(error) => tracing::warn!(%error, "reading the store's size panicked"),
+    }
     (
         [(
             axum::http::header::CONTENT_TYPE,

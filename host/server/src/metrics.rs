@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use progscore_scoring::Score;
+use progscore_scoring::evidence::{PruneSummary, StoreUsage};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -47,6 +48,19 @@ struct ReasonLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TableLabels {
+    /// `programs`, `observations`, `scores`, `submissions`, `leases`.
+    table: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreBytesLabels {
+    /// `file` (the database file), `wal` (its write-ahead log), `in_use`
+    /// (the file's pages not on the free list).
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EvidenceLabels {
     /// `ran`, `joined`, `stored`.
     evidence: String,
@@ -72,6 +86,9 @@ pub struct Metrics {
     sandbox_refusals: Family<ProfileLabels, Counter>,
     reruns: Family<ProfileLabels, Counter>,
     runs_in_flight: Gauge,
+    store_rows: Family<TableLabels, Gauge>,
+    store_bytes: Family<StoreBytesLabels, Gauge>,
+    pruned_rows: Family<TableLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -162,8 +179,29 @@ impl Metrics {
             "Runs not yet ended (their cleanup included)",
             runs_in_flight.clone(),
         );
+        let store_rows = Family::<TableLabels, Gauge>::default();
+        registry.register(
+            "store_rows",
+            "Rows in the evidence store, per table (read when scraped)",
+            store_rows.clone(),
+        );
+        let store_bytes = Family::<StoreBytesLabels, Gauge>::default();
+        registry.register(
+            "store_bytes",
+            "The evidence store's size: the file, its write-ahead log, the bytes in use",
+            store_bytes.clone(),
+        );
+        let pruned_rows = Family::<TableLabels, Counter>::default();
+        registry.register(
+            "store_pruned_rows",
+            "Rows removed by [serve] retention, per table",
+            pruned_rows.clone(),
+        );
         Metrics {
             registry,
+            store_rows,
+            store_bytes,
+            pruned_rows,
             requests,
             queue_waiting,
             queue_running,
@@ -254,6 +292,46 @@ impl Metrics {
             .inc();
     }
 
+    /// The store's size and rows, as read now.
+    pub fn store_usage(&self, usage: &StoreUsage) {
+        for (table, rows) in [
+            ("programs", usage.programs),
+            ("observations", usage.observations),
+            ("scores", usage.scores),
+            ("submissions", usage.submissions),
+            ("leases", usage.leases),
+        ] {
+            self.store_rows
+                .get_or_create(&table_labels(table))
+                .set(i64::try_from(rows).unwrap_or(i64::MAX));
+        }
+        for (kind, bytes) in [
+            ("file", usage.file_bytes),
+            ("wal", usage.wal_bytes),
+            ("in_use", usage.in_use_bytes),
+        ] {
+            self.store_bytes
+                .get_or_create(&StoreBytesLabels {
+                    kind: kind.to_string(),
+                })
+                .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// What a prune removed.
+    pub fn pruned(&self, summary: &PruneSummary) {
+        for (table, rows) in [
+            ("programs", summary.programs_removed),
+            ("observations", summary.observations_removed),
+            ("scores", summary.scores_removed),
+            ("submissions", summary.submissions_removed),
+        ] {
+            self.pruned_rows
+                .get_or_create(&table_labels(table))
+                .inc_by(rows);
+        }
+    }
+
     /// The text exposition, with the gauges set from `queues` (profile,
     /// waiting, running) and the runs in flight.
     pub fn encode(&self, queues: &[(String, usize, usize)], runs_in_flight: usize) -> String {
@@ -272,6 +350,12 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
+    }
+}
+
+fn table_labels(table: &str) -> TableLabels {
+    TableLabels {
+        table: table.to_string(),
     }
 }
 
@@ -308,5 +392,36 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
         }
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn the_store_size_rows_and_prunes_are_exposed() {
+        let metrics = Metrics::new();
+        metrics.store_usage(&StoreUsage {
+            file_bytes: 4096,
+            wal_bytes: 8,
+            in_use_bytes: 2048,
+            programs: 1,
+            observations: 2,
+            scores: 3,
+            submissions: 4,
+            leases: 0,
+        });
+        metrics.pruned(&PruneSummary {
+            observations_removed: 5,
+            scores_removed: 6,
+            ..PruneSummary::default()
+        });
+        let text = metrics.encode(&[], 0);
+        for line in [
+            "progscore_store_bytes{kind=\"file\"} 4096",
+            "progscore_store_bytes{kind=\"in_use\"} 2048",
+            "progscore_store_rows{table=\"observations\"} 2",
+            "progscore_store_rows{table=\"submissions\"} 4",
+            "progscore_store_pruned_rows_total{table=\"observations\"} 5",
+            "progscore_store_pruned_rows_total{table=\"scores\"} 6",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use progscore_runtime::config::Config;
 use progscore_runtime::serve::ServeSettings;
 use progscore_runtime::session::Session;
-use progscore_sandbox::RuntimeProfile;
+use progscore_sandbox::{Owner, RuntimeProfile};
 use progscore_scoring::ProgramExecutionScorer;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -38,6 +38,11 @@ pub struct AppState {
     /// many at once as programs may run, so a flood of them cannot take the
     /// machine from the runs.
     replays: std::sync::Arc<tokio::sync::Semaphore>,
+    /// This server as the owner of the submissions it runs (Judge0's): its
+    /// lock, free, proves to another server on the store that it is gone.
+    /// `None` when the owner root could not be used (then its unfinished
+    /// submissions are never judged abandoned).
+    submissions_owner: Option<Owner>,
 }
 
 impl AppState {
@@ -65,7 +70,18 @@ impl AppState {
         let memory = settings
             .memory_budget
             .map_or_else(MemoryBudget::of_this_machine, MemoryBudget::new);
+        let submissions_owner = match Owner::register(
+            &progscore_sandbox::default_owner_root(),
+            "serve",
+        ) {
+            Ok(owner) => Some(owner),
+            Err(error) => {
+                tracing::warn!(%error, "cannot register this server as the owner of its submissions");
+                None
+            }
+        };
         Ok(AppState {
+            submissions_owner,
             config,
             session,
             queues,
@@ -107,6 +123,11 @@ impl AppState {
             tracing::info!(profile = %name, "preflight passed");
         }
         Ok(())
+    }
+
+    /// This server as the owner of its submissions, if registered.
+    pub(crate) fn submissions_owner(&self) -> Option<&Owner> {
+        self.submissions_owner.as_ref()
     }
 
     /// The runs being gathered now.

@@ -33,6 +33,7 @@ pub use files::{InvalidFiles, MAX_FILES, MAX_FILES_BYTES, ProgramFiles};
 pub use invocation::{Invocation, InvocationError, MAX_ARG_BYTES, MAX_ARGV_BYTES, MAX_STDIN_BYTES};
 pub use owner::{
     CleanupPending, DeadOwner, Owner, OwnerError, default_owner_root, ensure_private_root,
+    lock_proves_owner_gone,
 };
 pub use profile::{
     Artifact, BUILD_PATH, Backend, CompileStep, DEFAULT_DOCKER_USER, DEFAULT_SENSITIVE_PATHS,

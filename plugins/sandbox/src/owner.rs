@@ -197,6 +197,12 @@ impl Owner {
         &self.dir
     }
 
+    /// The owner's lock file: whoever records this owner elsewhere (a row
+    /// in a store) can later ask [`lock_proves_owner_gone`] of it.
+    pub fn lock_path(&self) -> &Path {
+        &self.lock_path
+    }
+
     /// Something of this owner could not be removed: when it is dropped, its
     /// lock is released but its files stay, so that the next client's sweep
     /// (which judges it dead by them) removes what it left.
@@ -329,6 +335,18 @@ impl DeadOwner {
     }
 }
 
+/// Whether the owner whose lock file is `lock_path` is provably gone: the
+/// file exists and no process holds its lock (the kernel released it,
+/// however its owner died). A missing file proves nothing (another machine,
+/// another root, or an owner that ended cleanly and removed it), and
+/// neither does a lock held by anyone. The lock is let go at once.
+pub fn lock_proves_owner_gone(lock_path: &Path) -> bool {
+    OpenOptions::new()
+        .write(true)
+        .open(lock_path)
+        .is_ok_and(|lock| lock.try_lock().is_ok())
+}
+
 fn remove_stale_partial(path: &Path) {
     let old = fs::metadata(path)
         .and_then(|m| m.modified())
@@ -401,6 +419,18 @@ mod tests {
         }
         assert!(!dir.exists());
         assert_eq!(fs::read_dir(&root).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_lock_proves_its_owner_gone_only_once_released() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().join("owners");
+        let owner = Owner::register(&root, "serve").unwrap();
+        let lock = owner.lock_path().to_path_buf();
+        assert!(!lock_proves_owner_gone(&lock), "alive");
+        owner.die_without_cleanup();
+        assert!(lock_proves_owner_gone(&lock), "killed: its lock is free");
+        assert!(!lock_proves_owner_gone(&root.join("elsewhere.lock")));
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Write a batch's results as one self-contained HTML page.
     Report(report::ReportArgs),
-    /// The evidence store as a whole: merge a store written elsewhere.
+    /// The evidence store as a whole: merge a store written elsewhere, prune old evidence.
     Store(store::StoreArgs),
     /// Serve the runtime over HTTP: progscore's /v1 API and SandboxFusion's /run_code.
     Serve(serve::ServeArgs),

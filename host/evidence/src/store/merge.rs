@@ -10,12 +10,18 @@
 //! record, same time, same observations) is here already, so merging the
 //! same file twice adds nothing. Leases and a server's submissions are not
 //! evidence and stay where they are.
+//!
+//! Every observation added is recorded as merged (`origins`): from which
+//! file, which store the file says it is, and whether the operator trusted
+//! it ([`MergeTrust`]). Nothing in the file can make its evidence trusted:
+//! its digests are unkeyed, so whoever wrote it could have computed them.
 
 use std::collections::HashSet;
 
 use rusqlite::OpenFlags;
 
 use super::observations::{ObservationRow, load_observation};
+use super::origins::{ObservationOrigin, read_origin, read_store_id, record_origin};
 use super::programs::insert_program;
 use super::scores::{RawScore, SCORE_SELECT, insert_score_at};
 use super::*;
@@ -41,6 +47,24 @@ pub struct MergeSummary {
     pub scores_skipped: u64,
     /// The first conflicting ids.
     pub conflicting_ids: Vec<String>,
+    /// The merged store's identity, as its file claims (none for a store
+    /// older than identities).
+    pub merged_store: Option<String>,
+    /// Whether its evidence was merged as trusted: `score` may reuse it.
+    pub trusted: bool,
+}
+
+/// Whether `score` may reuse the merged evidence instead of running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MergeTrust {
+    /// The merged evidence serves replay, rescore and reports; `score`
+    /// runs the attempt here rather than believe it.
+    #[default]
+    Untrusted,
+    /// The operator vouches for the file (their own machine wrote it):
+    /// `score` reuses its evidence as this store's own, except what that
+    /// store had itself merged untrusted.
+    Trusted,
 }
 
 /// What to do when the other store holds an observation stored here with
@@ -64,11 +88,13 @@ impl EvidenceStore {
     /// or, on any conflict or damaged row, none. `other` is only read (its
     /// file is not migrated or changed), and every row read from it is
     /// checked as this store checks its own. `on_conflict` says what an
-    /// observation stored here with other content under the same id does.
+    /// observation stored here with other content under the same id does;
+    /// `trust` whether `score` may reuse what is merged.
     pub fn merge_from(
         &self,
         other: &Path,
         on_conflict: OnConflict,
+        trust: MergeTrust,
     ) -> Result<MergeSummary, StoreError> {
         let label = other.display().to_string();
         let source = |cause: StoreError| StoreError::MergeSource {
@@ -116,8 +142,24 @@ impl EvidenceStore {
         if version < 1 {
             return Err(invalid("it is not a progscore evidence store".into()));
         }
-        // Every schema version has had these tables unchanged since the first.
-        let mut summary = MergeSummary::default();
+        // Every schema version has had these tables unchanged since the first;
+        // identities and origins came with version 5.
+        let keeps_origins = version >= 5;
+        let merged_store = if keeps_origins {
+            Some(read_store_id(&from).map_err(source)?)
+        } else {
+            None
+        };
+        let merged_from = std::fs::canonicalize(other)
+            .unwrap_or_else(|_| other.to_path_buf())
+            .display()
+            .to_string();
+        let merged_at = now_rfc3339();
+        let mut summary = MergeSummary {
+            merged_store: merged_store.clone(),
+            trusted: trust == MergeTrust::Trusted,
+            ..MergeSummary::default()
+        };
         let mut conn = self.lock()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -161,13 +203,29 @@ impl EvidenceStore {
                 continue;
             };
             let row = ObservationRow::from_observation(&observation)?;
+            // Trusted only if the operator said so and the other store ran
+            // it or trusted it itself.
+            let trusted = trust == MergeTrust::Trusted
+                && (!keeps_origins || read_origin(&from, &id).map_err(source)?.is_reusable());
+            let origin = ObservationOrigin::Merged {
+                from: merged_from.clone(),
+                store_id: merged_store.clone(),
+                trusted,
+                merged_at: merged_at.clone(),
+            };
             match load_observation(&tx, &id)? {
                 Some(stored) if stored.canonical_json()? == row.record => {
+                    // A copy here that is not reusable becomes so when a
+                    // trusted store holds it too; this store's own stays so.
+                    if trusted && !read_origin(&tx, &id)?.is_reusable() {
+                        record_origin(&tx, &id, &origin)?;
+                    }
                     summary.observations_present += 1;
                 }
                 Some(_) => conflicts.push(id),
                 None => {
                     row.insert(&tx)?;
+                    record_origin(&tx, &id, &origin)?;
                     summary.observations_added += 1;
                 }
             }

@@ -4,7 +4,9 @@
 mod leases;
 mod merge;
 mod observations;
+mod origins;
 mod programs;
+mod retention;
 mod scores;
 mod sql;
 mod submissions;
@@ -18,7 +20,9 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, params_from_iter};
 
 pub use leases::{Lease, now_unix_ms};
-pub use merge::{MergeSummary, OnConflict};
+pub use merge::{MergeSummary, MergeTrust, OnConflict};
+pub use origins::ObservationOrigin;
+pub use retention::{PruneSummary, RetentionPolicy, StoreUsage};
 pub use submissions::StoredSubmission;
 
 use crate::error::StoreError;

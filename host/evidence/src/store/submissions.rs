@@ -16,8 +16,11 @@ pub struct StoredSubmission {
     pub token: String,
     /// The dialect that accepted it (`judge0`).
     pub dialect: String,
-    /// The server process that runs it.
+    /// The server process that runs it (its owner name).
     pub owner: String,
+    /// That owner's lock file (`None`: a row from before owners' locks
+    /// were recorded).
+    pub owner_lock: Option<String>,
     /// The request, as the dialect stored it.
     pub request: String,
     /// The result, once it is known.
@@ -29,20 +32,22 @@ pub struct StoredSubmission {
 }
 
 impl EvidenceStore {
-    /// Stores a newly accepted submission (no result yet). A token already
-    /// stored is an error: tokens are never reused.
+    /// Stores a newly accepted submission (no result yet), run by `owner`
+    /// whose lock file is `owner_lock`. A token already stored is an
+    /// error: tokens are never reused.
     pub fn insert_submission(
         &self,
         token: &str,
         dialect: &str,
         owner: &str,
+        owner_lock: Option<&str>,
         request: &str,
     ) -> Result<(), StoreError> {
         let conn = self.lock()?;
         conn.execute(
-            "INSERT INTO submissions (token, dialect, owner, request, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![token, dialect, owner, request, now_rfc3339()],
+            "INSERT INTO submissions (token, dialect, owner, owner_lock, request, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![token, dialect, owner, owner_lock, request, now_rfc3339()],
         )
         .map_err(StoreError::sqlite("storing a submission"))?;
         Ok(())
@@ -62,11 +67,29 @@ impl EvidenceStore {
         Ok(changed == 1)
     }
 
+    /// Stores `result` for every unfinished submission of `owner` (a server
+    /// that stops fails what it did not finish); how many.
+    pub fn finish_unfinished_submissions_of(
+        &self,
+        owner: &str,
+        result: &str,
+    ) -> Result<usize, StoreError> {
+        let conn = self.lock()?;
+        conn.execute(
+            "UPDATE submissions SET result = ?2, finished_at = ?3
+             WHERE owner = ?1 AND result IS NULL",
+            params![owner, result, now_rfc3339()],
+        )
+        .map_err(StoreError::sqlite(
+            "storing unfinished submissions' results",
+        ))
+    }
+
     /// The submission stored under `token`, if any.
     pub fn submission(&self, token: &str) -> Result<Option<StoredSubmission>, StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached(
-            "SELECT token, dialect, owner, request, result, created_at, finished_at
+            "SELECT token, dialect, owner, owner_lock, request, result, created_at, finished_at
              FROM submissions WHERE token = ?1",
         )
         .and_then(|mut statement| {
@@ -76,10 +99,11 @@ impl EvidenceStore {
                         token: row.get(0)?,
                         dialect: row.get(1)?,
                         owner: row.get(2)?,
-                        request: row.get(3)?,
-                        result: row.get(4)?,
-                        created_at: row.get(5)?,
-                        finished_at: row.get(6)?,
+                        owner_lock: row.get(3)?,
+                        request: row.get(4)?,
+                        result: row.get(5)?,
+                        created_at: row.get(6)?,
+                        finished_at: row.get(7)?,
                     })
                 })
                 .optional()

@@ -3,6 +3,7 @@
 //! `[serve]` table has a room of its own ([`serve`]).
 
 mod located;
+pub mod retention;
 pub mod serve;
 
 pub use located::ConfigError;

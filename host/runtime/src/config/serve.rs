@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::retention::{RetentionSection, RetentionSettings, parse_retention};
 use super::{ConfigError, bounded_duration, locate, locate_key};
 
 /// The address `progscore serve` listens on when neither the flag nor the
@@ -66,6 +67,9 @@ pub struct ServeSettings {
     /// `run_timeout`, `memory_limit`...; a native expectation's `limits`):
     /// a request past one is refused naming its field and the setting.
     pub request_limits: RequestLimitMaxima,
+    /// What the server prunes from its store, and how often (`retention`);
+    /// `None`: nothing is removed.
+    pub retention: Option<RetentionSettings>,
 }
 
 /// The most a request may ask for its program's own limits (`[serve]
@@ -126,6 +130,7 @@ impl Default for ServeSettings {
             gather: Duration::from_millis(50),
             memory_budget: None,
             request_limits: RequestLimitMaxima::default(),
+            retention: None,
         }
     }
 }
@@ -161,6 +166,7 @@ pub(crate) struct ServeSection {
     max_memory: Option<String>,
     max_pids: Option<u32>,
     max_compile_timeout: Option<String>,
+    retention: Option<RetentionSection>,
 }
 
 /// Checks the `[serve]` table of the config text `text` (from the file
@@ -363,6 +369,9 @@ pub(crate) fn parse_serve(
             return Err(refuse("max_pids", "max_pids = 0: give at least 1".into()));
         }
         maxima.pids = pids;
+    }
+    if let Some(retention) = section.retention {
+        settings.retention = Some(parse_retention(retention, refuse)?);
     }
     Ok(settings)
 }

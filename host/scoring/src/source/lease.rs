@@ -86,7 +86,10 @@ impl Turn {
         if self.fresh {
             return None;
         }
-        match store_call(|| self.store.observation(&attempt.observation_id())) {
+        match store_call(|| {
+            self.store
+                .reusable_observation(&attempt.key, &attempt.observation_id())
+        }) {
             Ok(Some(observation)) if check_belongs(&observation, attempt).is_ok() => {
                 Some(Arc::new(observation))
             }

@@ -30,7 +30,9 @@ pub(crate) use observation::check_belongs;
 /// [`EvidenceStore`].
 ///
 /// - An attempt already observed is not run again: its stored observation is
-///   returned.
+///   returned, if this store ran it or trusts the store it was merged from
+///   ([`EvidenceStore::reusable_observation`]); merged evidence it does not
+///   trust never stands in for a run.
 /// - Concurrent callers of one attempt share one in-flight run. The run is
 ///   cancelled only when every caller has gone; a caller that cancels
 ///   through its token and is the last one returns only after the run's
@@ -173,9 +175,12 @@ impl ProgramExecutionSource {
                         // flight and no row means nobody in this process has
                         // run this attempt (other processes: see the lease,
                         // which the new flight takes first).
-                        if let Some(observation) =
-                            store_call(|| self.store.observation(&attempt.observation_id()))?
-                        {
+                        // Only evidence this store ran or trusts: a merged
+                        // file cannot answer for an attempt run here.
+                        if let Some(observation) = store_call(|| {
+                            self.store
+                                .reusable_observation(&attempt.key, &attempt.observation_id())
+                        })? {
                             check_belongs(&observation, attempt)?;
                             return Ok(Evidence {
                                 observation: Arc::new(observation),

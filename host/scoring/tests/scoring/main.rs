@@ -9,6 +9,7 @@ mod faults;
 mod files;
 mod leases;
 mod limits;
+mod provenance;
 mod replay;
 mod rescore;
 mod reuse;
@@ -24,7 +25,8 @@ use std::time::Duration;
 
 use common::{NativeComparators, SQUARE, expect, profile, profiles};
 use progscore_evidence::{
-    EvidenceStore, Observation, ObservationFilter, ScoreFilter, ScoreStatus, StoreError,
+    EvidenceStore, MergeTrust, Observation, ObservationFilter, OnConflict, ScoreFilter,
+    ScoreStatus, StoreError,
 };
 use progscore_sandbox::fake::{FakeRequest, ScriptedClient, event, exited_event};
 use progscore_sandbox::{
