@@ -82,6 +82,8 @@ enum Layout {
         cpu: PathBuf,
         memory: PathBuf,
         pids: Option<PathBuf>,
+        /// Where `docker pause` and other freezers stop the tasks.
+        freezer: Option<PathBuf>,
     },
     V2 {
         root: PathBuf,
@@ -311,7 +313,7 @@ impl Cgroups {
                 continue;
             }
             for option in rest.get(2).copied().unwrap_or("").split(',') {
-                if matches!(option, "cpu" | "cpuacct" | "memory" | "pids") {
+                if matches!(option, "cpu" | "cpuacct" | "memory" | "pids" | "freezer") {
                     v1.insert(option.to_string(), mountpoint.clone());
                 }
             }
@@ -322,6 +324,7 @@ impl Cgroups {
                 cpu: cpu.clone(),
                 memory: memory.clone(),
                 pids: v1.get("pids").cloned(),
+                freezer: v1.get("freezer").cloned(),
             },
             _ if version == Some("2") => Layout::V2 { root: v2? },
             _ => return None,
@@ -564,6 +567,34 @@ impl InvocationCgroup {
     /// below the parent): only then do the figures describe it.
     pub fn holds(&self, id: &str) -> bool {
         self.leaf(self.cpu_hierarchy(), id).is_dir()
+    }
+
+    /// Whether the container `id`'s tasks are frozen (or being frozen) by
+    /// the cgroup freezer, as `docker pause` under runc and any writer of
+    /// the freezer's files do: frozen tasks neither run nor wait for a CPU,
+    /// so only this tells a frozen program from one that chose to sleep.
+    /// The effective state, which an ancestor's freeze sets too; read from
+    /// the parent once the container's own cgroup is gone. `None` when it
+    /// cannot be read (no freezer hierarchy).
+    pub fn frozen(&self, id: &str) -> Option<bool> {
+        let read = |dir: PathBuf, file: &str| fs::read_to_string(dir.join(file)).ok();
+        match &self.cgroups.layout {
+            Layout::V1 { freezer, .. } => {
+                let freezer = freezer.as_ref()?;
+                let state = read(self.leaf(freezer, id), "freezer.state")
+                    .or_else(|| read(self.dir(freezer), "freezer.state"))?;
+                Some(freezer_state_is_frozen(&state))
+            }
+            Layout::V2 { root } => {
+                let leaf = self.leaf(root, id);
+                let dir = if leaf.is_dir() { leaf } else { self.dir(root) };
+                let events = read(dir.clone(), "cgroup.events")?;
+                // `cgroup.freeze` set is a freeze under way (`frozen` says 1
+                // only once every task stopped).
+                let freezing = read(dir, "cgroup.freeze").is_some_and(|f| f.trim() == "1");
+                Some(freezing || stat_field(&events, "frozen").is_some_and(|f| f == 1))
+            }
+        }
     }
 
     /// CPU time of everything that ran below the parent so far.
@@ -853,6 +884,12 @@ fn remove_tree(top: &Path) -> io::Result<()> {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
     }
+}
+
+/// Whether a cgroup v1 `freezer.state` says its tasks are stopped: `FROZEN`,
+/// or `FREEZING` (some already are).
+fn freezer_state_is_frozen(state: &str) -> bool {
+    matches!(state.trim(), "FROZEN" | "FREEZING")
 }
 
 fn stat_field(stat: &str, key: &str) -> Option<u64> {

@@ -115,6 +115,9 @@ struct Observed {
     /// the program's own (gVisor), or `exit(137)`; the engine's events
     /// decide which.
     unexplained_sigkill: bool,
+    /// A proven wall-clock timeout that rests on fair time alone (not on
+    /// the CPU the program used): a pause the window did not see undoes it.
+    by_fair_time: bool,
 }
 
 pub(crate) async fn run(
@@ -267,7 +270,12 @@ pub(crate) async fn run(
                 events.seen()
             };
             match lifecycle.judge(observed, &seen) {
-                Ok(observed) => Ok(observed),
+                Ok(observed) => {
+                    if let (Some(why), Next::Continue) = (&observed.confirm, &next) {
+                        next = Next::ConfirmAlone(why.clone());
+                    }
+                    Ok(observed)
+                }
                 Err(message) => {
                     if matches!(next, Next::Continue | Next::ConfirmAlone(_)) {
                         next = Next::Stop(format!(
@@ -408,6 +416,10 @@ impl Program for Lifecycle<'_, '_> {
 
     fn output_fault(&self, message: String) -> EngineFault {
         EngineFault::plain(message)
+    }
+
+    fn paused(&self) -> bool {
+        self.events.paused()
     }
 }
 
@@ -559,12 +571,14 @@ impl Lifecycle<'_, '_> {
         };
         let unexplained_sigkill =
             !killed_by_us && matches!(outcome, Outcome::Exited { exit_code: 137 });
+        let by_fair_time = watched.killed.as_ref().is_some_and(|k| k.by_fair_time);
         Ok(Observed {
             outcome,
             duration: watched.duration,
             usage: watched.usage,
             confirm: watched.confirm,
             unexplained_sigkill,
+            by_fair_time,
         })
     }
 
@@ -584,6 +598,24 @@ impl Lifecycle<'_, '_> {
                 self.name,
                 signals.join(", ")
             ));
+        }
+        // A pause the window could not place (the engine reports it after
+        // the fact, and under gVisor no cgroup shows it) may have eaten the
+        // time a fair-time proof counted as the program's.
+        if seen.pauses > 0
+            && observed.by_fair_time
+            && let Outcome::TimedOut {
+                unconfirmed: unconfirmed @ None,
+                ..
+            } = &mut observed.outcome
+        {
+            let why = format!(
+                "container {} was paused from outside (docker pause) {} time(s) in its life, \
+                 and its timeout rests on time the program may have spent frozen",
+                self.name, seen.pauses
+            );
+            *unconfirmed = Some(why.clone());
+            observed.confirm = Some(why);
         }
         if observed.unexplained_sigkill {
             if seen.oom {
@@ -676,5 +708,6 @@ fn not_run() -> Observed {
         usage: None,
         confirm: None,
         unexplained_sigkill: false,
+        by_fair_time: false,
     }
 }
