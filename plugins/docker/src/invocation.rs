@@ -122,6 +122,8 @@ struct Observed {
     /// The engine's state says the container was OOM-killed (whose OOM
     /// killer, the cgroups tell).
     engine_oom: bool,
+    /// progscore killed it at a limit.
+    killed_at_limit: bool,
     /// What the OOM watch saw, read once the program ended and before its
     /// cgroup goes (`None`: not watched, or the container's cgroup is not
     /// where the watch looks).
@@ -590,6 +592,7 @@ impl Lifecycle<'_, '_> {
             unexplained_sigkill,
             by_fair_time,
             engine_oom,
+            killed_at_limit: killed_by_us,
             oom: self
                 .oom
                 .as_ref()
@@ -615,6 +618,19 @@ impl Lifecycle<'_, '_> {
                  the program's outcome is unknown",
                 self.name,
                 signals.join(", ")
+            ));
+        }
+        // A paused sandbox may not die of progscore's kill (a paused gVisor
+        // sandbox refuses it) and run on once unpaused: an exit after the
+        // kill at its limit is then not one before the limit.
+        if seen.pauses > 0
+            && observed.killed_at_limit
+            && matches!(observed.outcome, Outcome::Exited { exit_code } if exit_code != 137)
+        {
+            return Err(format!(
+                "container {} was paused from outside as progscore killed it at its limit, and \
+                 it exited afterwards: whether it ended within its limit is unknown",
+                self.name
             ));
         }
         // A pause the window could not place (the engine reports it after
@@ -785,6 +801,7 @@ fn not_run() -> Observed {
         unexplained_sigkill: false,
         by_fair_time: false,
         engine_oom: false,
+        killed_at_limit: false,
         oom: None,
     }
 }

@@ -98,11 +98,24 @@ on_both_runtimes! {
         }
         // Nothing done to it: a loop is a proven timeout.
         let run = h.run_one(name, "while True:\n    pass\n", &[]).await;
-        assert_eq!(
-            run.events[0].outcome,
-            Outcome::TimedOut { limit: TimeLimit::Wall, unconfirmed: None },
-            "{run:#?}"
-        );
+        assert_proven_unless_the_machine_is_too_busy(&run);
         h.assert_clean().await;
     };
+}
+
+/// A loop nothing was done to is a proven timeout, unless the machine
+/// (shared, beside other load) did not give it its CPU even alone: then the
+/// timeout is unconfirmed for that, never for a pause.
+fn assert_proven_unless_the_machine_is_too_busy(run: &ProgramRun) {
+    match &run.events[0].outcome {
+        Outcome::TimedOut {
+            limit: TimeLimit::Wall,
+            unconfirmed: None,
+        } => {}
+        Outcome::TimedOut {
+            limit: TimeLimit::Wall,
+            unconfirmed: Some(why),
+        } if why.contains("too busy") && !why.contains("paused") => {}
+        other => panic!("a loop came out {other:?}: {run:#?}"),
+    }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use progscore_sandbox::{Outcome, TimeLimit};
+use progscore_sandbox::{Outcome, ProgramRun, TimeLimit};
 
 use super::{client, leftovers, run, stdout};
 
@@ -139,14 +139,24 @@ async fn a_frozen_cgroup_is_never_the_programs_time() {
         }
         // Nothing done to it: a loop is a proven timeout.
         let looping = run(&client, profile, "while True:\n    pass\n").await;
-        assert_eq!(
-            looping.events[0].outcome,
-            Outcome::TimedOut {
-                limit: TimeLimit::Wall,
-                unconfirmed: None
-            },
-            "{profile}: {looping:#?}"
-        );
+        assert_proven_unless_the_machine_is_too_busy(&looping);
     }
     assert_eq!(leftovers(&client), Vec::<String>::new());
+}
+
+/// A loop nothing was done to is a proven timeout, unless the machine
+/// (shared, beside other load) did not give it its CPU even alone: then the
+/// timeout is unconfirmed for that, never for a pause.
+fn assert_proven_unless_the_machine_is_too_busy(run: &ProgramRun) {
+    match &run.events[0].outcome {
+        Outcome::TimedOut {
+            limit: TimeLimit::Wall,
+            unconfirmed: None,
+        } => {}
+        Outcome::TimedOut {
+            limit: TimeLimit::Wall,
+            unconfirmed: Some(why),
+        } if why.contains("too busy") && !why.contains("paused") => {}
+        other => panic!("a loop came out {other:?}: {run:#?}"),
+    }
 }
