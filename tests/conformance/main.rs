@@ -752,7 +752,18 @@ async fn the_scratch_folder_is_size_limited(kind: Kind) {
 async fn exit_137_and_a_self_kill_stay_exits(kind: Kind) {
     // 137 is what a memory kill looks like, but only the container's state
     // says a memory kill happened: these are the program's own exits.
-    let run137 = run(kind, "import sys\nsys.exit(137)\n", Invocation::default()).await;
+    let mut run137 = run(kind, "import sys\nsys.exit(137)\n", Invocation::default()).await;
+    // Under Docker on cgroup v1, an exit 137 while the host's OOM killer
+    // acted (another test's memory hog) is undetermined: nothing tells
+    // whether it killed the program. Run again past them (bounded).
+    for _ in 0..5 {
+        match &run137.events[0].outcome {
+            Outcome::SandboxError { message } if message.contains("host's OOM killer") => {
+                run137 = run(kind, "import sys\nsys.exit(137)\n", Invocation::default()).await;
+            }
+            _ => break,
+        }
+    }
     match (kind, &run137.events[0].outcome) {
         // `runc run` reports the program's exit(137) as it reports a SIGKILL
         // from outside the sandbox (which PID 1 cannot send itself): the two

@@ -82,6 +82,8 @@ enum Layout {
         cpu: PathBuf,
         memory: PathBuf,
         pids: Option<PathBuf>,
+        /// Where `docker pause` and other freezers stop the tasks.
+        freezer: Option<PathBuf>,
     },
     V2 {
         root: PathBuf,
@@ -311,7 +313,7 @@ impl Cgroups {
                 continue;
             }
             for option in rest.get(2).copied().unwrap_or("").split(',') {
-                if matches!(option, "cpu" | "cpuacct" | "memory" | "pids") {
+                if matches!(option, "cpu" | "cpuacct" | "memory" | "pids" | "freezer") {
                     v1.insert(option.to_string(), mountpoint.clone());
                 }
             }
@@ -322,6 +324,7 @@ impl Cgroups {
                 cpu: cpu.clone(),
                 memory: memory.clone(),
                 pids: v1.get("pids").cloned(),
+                freezer: v1.get("freezer").cloned(),
             },
             _ if version == Some("2") => Layout::V2 { root: v2? },
             _ => return None,
@@ -435,34 +438,204 @@ impl Cgroups {
     }
 }
 
-/// Counts the OOM kills of an invocation's memory limit.
+/// Whose OOM killer acted on an invocation, as its cgroups tell.
+///
+/// Only a kill at the program's own memory limit is the program's
+/// (`memory_limit`). The kernel also counts, in the same cgroup, kills by
+/// any other OOM killer: the host's (the machine ran out of memory) and
+/// that of a cgroup above the invocation's (an operator's slice): those are
+/// the machine's, and the program's outcome is then unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryKill {
+    /// No OOM killer acted on it.
+    None,
+    /// Killed at its own memory limit.
+    OwnLimit,
+    /// Killed (or possibly killed) by an OOM killer that is not its own
+    /// limit's: the text says what was seen.
+    NotItsOwn(String),
+}
+
+/// The verdict of a cgroup v2 `memory.events` (hierarchical counts) of the
+/// cgroup holding the program's limit, or of one above it that holds
+/// nothing else: `oom` counts the times a limit at or below it was reached
+/// and its OOM killer invoked, which kills at most one process each;
+/// `oom_kill` counts the kills of its processes by any OOM killer. More
+/// kills than OOMs of its own limits means another OOM killer acted.
+pub fn memory_kill_from_events(events: &str) -> MemoryKill {
+    let count = |key| stat_field(events, key).unwrap_or(0);
+    let (ooms, kills) = (count("oom"), count("oom_kill"));
+    if kills == 0 {
+        MemoryKill::None
+    } else if kills <= ooms {
+        MemoryKill::OwnLimit
+    } else if ooms == 0 {
+        MemoryKill::NotItsOwn(format!(
+            "{kills} of its processes were killed by an OOM killer while its own memory limit \
+             was never reached: the host's OOM killer, or a cgroup's above it"
+        ))
+    } else {
+        MemoryKill::NotItsOwn(format!(
+            "{kills} of its processes were killed by an OOM killer, more than the {ooms} time(s) \
+             its own memory limit was reached: the host's OOM killer, or a cgroup's above it, \
+             killed some"
+        ))
+    }
+}
+
+/// The verdict of cgroup v1's OOM notifications, which the kernel sends
+/// for an OOM at a cgroup's limit to that cgroup and every cgroup below it
+/// (never for the host's own OOM killer): `at_limit` from the cgroup that
+/// holds the program's limit, `above` from the cgroup right above it (its
+/// limit is not the program's, so a notification there is an OOM above).
+pub fn memory_kill_from_notifications(at_limit: bool, above: bool) -> MemoryKill {
+    if above {
+        MemoryKill::NotItsOwn(
+            "a cgroup above its own was out of memory and its OOM killer acted on it".into(),
+        )
+    } else if at_limit {
+        MemoryKill::OwnLimit
+    } else {
+        MemoryKill::None
+    }
+}
+
+/// How many processes the host's OOM killers killed so far (every kind:
+/// the host's own and every cgroup's), from `/proc/vmstat`.
+pub fn host_oom_kills() -> Option<u64> {
+    let vmstat = fs::read_to_string("/proc/vmstat").ok()?;
+    stat_field(&vmstat, "oom_kill")
+}
+
+/// One cgroup v1 OOM notification: an eventfd the kernel signals.
 #[derive(Debug)]
-pub enum OomWatch {
-    /// A cgroup v1 OOM notification: an eventfd the kernel signals.
-    V1 { events: OwnedFd, _control: fs::File },
-    /// cgroup v2: the parent's `memory.events`.
+struct OomNotification {
+    events: OwnedFd,
+    _control: fs::File,
+}
+
+impl OomNotification {
+    /// Registers for the OOM notifications of the cgroup `dir`.
+    fn register(dir: &Path) -> Result<OomNotification, PathError> {
+        let control_path = dir.join("memory.oom_control");
+        let control =
+            fs::File::open(&control_path).map_err(|e| PathError::io("open", control_path, e))?;
+        // SAFETY: eventfd has no memory preconditions; the result is checked.
+        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if raw < 0 {
+            return Err(PathError::io(
+                "create an eventfd for the OOM events of",
+                dir,
+                io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: `raw` is a fresh descriptor this process owns.
+        let events = unsafe { OwnedFd::from_raw_fd(raw) };
+        fs::write(
+            dir.join("cgroup.event_control"),
+            format!("{} {}", events.as_raw_fd(), control.as_raw_fd()),
+        )
+        .map_err(|e| PathError::io("watch the OOM events of", dir, e))?;
+        Ok(OomNotification {
+            events,
+            _control: control,
+        })
+    }
+
+    /// Whether it was signalled (a read consumes it).
+    fn fired(&self) -> bool {
+        let mut count = [0u8; 8];
+        // SAFETY: reads 8 bytes into a buffer of 8 from an eventfd this
+        // watch owns (non-blocking: an unsignalled one fails).
+        let read = unsafe {
+            libc::read(
+                self.events.as_raw_fd(),
+                count.as_mut_ptr().cast(),
+                count.len(),
+            )
+        };
+        read == 8 && u64::from_ne_bytes(count) > 0
+    }
+}
+
+/// Watches the OOM kills of an invocation, to tell its own memory limit's
+/// from any other OOM killer's ([`MemoryKill`]).
+#[derive(Debug)]
+pub struct OomWatch(Watch);
+
+#[derive(Debug)]
+enum Watch {
+    /// cgroup v1: the notifications of the cgroup holding the limit (`None`
+    /// when the engine holds that watch and reports it) and of the cgroup
+    /// right above it.
+    V1 {
+        at_limit: Option<OomNotification>,
+        above: OomNotification,
+    },
+    /// cgroup v2: the `memory.events` of the invocation's parent.
     V2 { events: PathBuf },
 }
 
 impl OomWatch {
-    /// Whether the kernel's OOM killer acted on the limit since the watch
-    /// began. Read before the cgroup is removed (v1 signals its removal too).
-    pub fn fired(&self) -> bool {
-        match self {
-            OomWatch::V1 { events, .. } => {
-                let mut count = [0u8; 8];
-                // SAFETY: reads 8 bytes into a buffer of 8 from an eventfd
-                // this watch owns (non-blocking: an unsignalled one fails).
-                let read = unsafe {
-                    libc::read(events.as_raw_fd(), count.as_mut_ptr().cast(), count.len())
-                };
-                read == 8 && u64::from_ne_bytes(count) > 0
+    /// Reads what the watch saw so far. Read once, after the program ended
+    /// and before its cgroup is removed (v1 signals a removal as an OOM,
+    /// and a read consumes a notification).
+    pub fn read(&self) -> OomReading {
+        OomReading(match &self.0 {
+            Watch::V1 { at_limit, above } => Reading::V1 {
+                at_limit: at_limit.as_ref().map(OomNotification::fired),
+                above: above.fired(),
+            },
+            Watch::V2 { events } => Reading::V2(
+                fs::read_to_string(events).map_err(|e| format!("{}: {e}", events.display())),
+            ),
+        })
+    }
+
+    /// Whose OOM killer acted since the watch began ([`OomReading::verdict`]
+    /// of a [`Self::read`]).
+    pub fn verdict(&self, engine_reported: bool) -> MemoryKill {
+        self.read().verdict(engine_reported)
+    }
+}
+
+/// What an [`OomWatch`] saw.
+#[derive(Debug, Clone)]
+pub struct OomReading(Reading);
+
+#[derive(Debug, Clone)]
+enum Reading {
+    /// Whether the limit's cgroup (`None`: the engine's to report) and the
+    /// one above it were notified.
+    V1 { at_limit: Option<bool>, above: bool },
+    /// The parent's `memory.events`, or why it could not be read.
+    V2(Result<String, String>),
+}
+
+impl OomReading {
+    /// Whose OOM killer acted; `engine_reported` is the engine's word on
+    /// an OOM at the limit, used where the watch does not see the limit's
+    /// own cgroup (Docker under cgroup v1: the engine's notification is
+    /// registered on the container's cgroup, which it creates).
+    pub fn verdict(&self, engine_reported: bool) -> MemoryKill {
+        match &self.0 {
+            Reading::V1 { at_limit, above } => {
+                memory_kill_from_notifications(at_limit.unwrap_or(engine_reported), *above)
             }
-            OomWatch::V2 { events } => fs::read_to_string(events)
-                .ok()
-                .and_then(|text| stat_field(&text, "oom_kill"))
-                .is_some_and(|kills| kills > 0),
+            Reading::V2(Ok(events)) => memory_kill_from_events(events),
+            Reading::V2(Err(why)) => {
+                MemoryKill::NotItsOwn(format!("its OOM kills could not be counted ({why})"))
+            }
         }
+    }
+
+    /// Whether the watch counts every OOM killer's kills of the program's
+    /// processes (cgroup v2), so that a kill it does not show was no OOM
+    /// killer's. cgroup v1 keeps the count in the killed process's own
+    /// cgroup, which the runtime removes with the container, and notifies
+    /// no cgroup of the host's own OOM kills.
+    pub fn counts_every_kill(&self) -> bool {
+        matches!(self.0, Reading::V2(_))
     }
 }
 
@@ -488,7 +661,7 @@ impl InvocationCgroup {
     /// Creates the parent in the memory hierarchy with a memory limit and
     /// the same limit on memory plus swap (no swap). The runtime creates
     /// the container's cgroup below it, without a memory limit of its own,
-    /// so an OOM kill is counted here ([`InvocationCgroup::oom_kills`]).
+    /// so an OOM kill is counted here ([`InvocationCgroup::watch_oom`]).
     pub fn create_with_memory_limit(&self, bytes: u64) -> Result<(), PathError> {
         let write = |dir: &Path, file: &str, value: &str| {
             fs::write(dir.join(file), value).map_err(|e| PathError::io("write", dir.join(file), e))
@@ -520,43 +693,48 @@ impl InvocationCgroup {
         }
     }
 
-    /// Starts counting the OOM events of the parent's memory limit; call
+    /// Starts watching the OOM kills of the parent's memory limit; call
     /// after [`InvocationCgroup::create_with_memory_limit`], before the
     /// program starts. cgroup v1 counts an OOM kill in the cgroup of the
     /// killed process (the runtime's, gone by the time it is read), so the
-    /// kernel's OOM notification on the parent is registered instead; v2
-    /// counts kills hierarchically, in the parent's `memory.events`.
+    /// kernel's OOM notifications are registered instead, on the parent
+    /// and on the owner's cgroup above it; v2 counts OOMs and kills
+    /// hierarchically, in the parent's `memory.events`.
     pub fn watch_oom(&self) -> Result<OomWatch, PathError> {
         match &self.cgroups.layout {
             Layout::V1 { memory, .. } => {
                 let dir = self.dir(memory);
-                let control_path = dir.join("memory.oom_control");
-                let control = fs::File::open(&control_path)
-                    .map_err(|e| PathError::io("open", control_path, e))?;
-                // SAFETY: eventfd has no memory preconditions; the result is checked.
-                let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-                if raw < 0 {
-                    return Err(PathError::io(
-                        "create an eventfd for the OOM events of",
-                        dir,
-                        io::Error::last_os_error(),
-                    ));
-                }
-                // SAFETY: `raw` is a fresh descriptor this process owns.
-                let events = unsafe { OwnedFd::from_raw_fd(raw) };
-                fs::write(
-                    dir.join("cgroup.event_control"),
-                    format!("{} {}", events.as_raw_fd(), control.as_raw_fd()),
-                )
-                .map_err(|e| PathError::io("watch the OOM events of", &dir, e))?;
-                Ok(OomWatch::V1 {
-                    events,
-                    _control: control,
-                })
+                let above = dir.parent().unwrap_or(&dir);
+                Ok(OomWatch(Watch::V1 {
+                    at_limit: Some(OomNotification::register(&dir)?),
+                    above: OomNotification::register(above)?,
+                }))
             }
-            Layout::V2 { root } => Ok(OomWatch::V2 {
+            Layout::V2 { root } => Ok(OomWatch(Watch::V2 {
                 events: self.dir(root).join("memory.events"),
-            }),
+            })),
+        }
+    }
+
+    /// Starts watching the OOM kills of a container whose memory limit the
+    /// engine sets on its own cgroup, below this parent (Docker); call
+    /// before the container is created. cgroup v1: the parent is created
+    /// in the memory hierarchy (the engine then uses it) and its
+    /// notifications registered: it has no limit, so a notification there
+    /// is an OOM above the container's; the engine reports its own.
+    pub fn watch_oom_below(&self) -> Result<OomWatch, PathError> {
+        match &self.cgroups.layout {
+            Layout::V1 { memory, .. } => {
+                let dir = self.dir(memory);
+                fs::create_dir_all(&dir).map_err(|e| PathError::io("create cgroup", &dir, e))?;
+                Ok(OomWatch(Watch::V1 {
+                    at_limit: None,
+                    above: OomNotification::register(&dir)?,
+                }))
+            }
+            Layout::V2 { root } => Ok(OomWatch(Watch::V2 {
+                events: self.dir(root).join("memory.events"),
+            })),
         }
     }
 
@@ -564,6 +742,34 @@ impl InvocationCgroup {
     /// below the parent): only then do the figures describe it.
     pub fn holds(&self, id: &str) -> bool {
         self.leaf(self.cpu_hierarchy(), id).is_dir()
+    }
+
+    /// Whether the container `id`'s tasks are frozen (or being frozen) by
+    /// the cgroup freezer, as `docker pause` under runc and any writer of
+    /// the freezer's files do: frozen tasks neither run nor wait for a CPU,
+    /// so only this tells a frozen program from one that chose to sleep.
+    /// The effective state, which an ancestor's freeze sets too; read from
+    /// the parent once the container's own cgroup is gone. `None` when it
+    /// cannot be read (no freezer hierarchy).
+    pub fn frozen(&self, id: &str) -> Option<bool> {
+        let read = |dir: PathBuf, file: &str| fs::read_to_string(dir.join(file)).ok();
+        match &self.cgroups.layout {
+            Layout::V1 { freezer, .. } => {
+                let freezer = freezer.as_ref()?;
+                let state = read(self.leaf(freezer, id), "freezer.state")
+                    .or_else(|| read(self.dir(freezer), "freezer.state"))?;
+                Some(freezer_state_is_frozen(&state))
+            }
+            Layout::V2 { root } => {
+                let leaf = self.leaf(root, id);
+                let dir = if leaf.is_dir() { leaf } else { self.dir(root) };
+                let events = read(dir.clone(), "cgroup.events")?;
+                // `cgroup.freeze` set is a freeze under way (`frozen` says 1
+                // only once every task stopped).
+                let freezing = read(dir, "cgroup.freeze").is_some_and(|f| f.trim() == "1");
+                Some(freezing || stat_field(&events, "frozen").is_some_and(|f| f == 1))
+            }
+        }
     }
 
     /// CPU time of everything that ran below the parent so far.
@@ -587,39 +793,6 @@ impl InvocationCgroup {
             Layout::V2 { root } => (self.dir(root), "memory.peak"),
         };
         fs::read_to_string(dir.join(file)).ok()?.trim().parse().ok()
-    }
-
-    /// How many processes the kernel's OOM killer killed below the parent:
-    /// the cgroup's own count, unlike a peak at the cap (which page cache
-    /// and tmpfs reach too). cgroup v2 counts kills hierarchically, in the
-    /// parent's `memory.events`; v1 counts a kill only in the killed
-    /// process's own cgroup (`memory.oom_control`), so the parent's and
-    /// those of the container cgroups still below it are added up (the
-    /// runtime removes a container's cgroup with the container).
-    pub fn oom_kills(&self) -> Option<u64> {
-        match &self.cgroups.layout {
-            Layout::V1 { memory, .. } => {
-                let read = |dir: &Path| {
-                    let text = fs::read_to_string(dir.join("memory.oom_control")).ok()?;
-                    stat_field(&text, "oom_kill")
-                };
-                let parent = self.dir(memory);
-                let below: u64 = fs::read_dir(&parent)
-                    .map(|entries| {
-                        entries
-                            .flatten()
-                            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                            .filter_map(|e| read(&e.path()))
-                            .sum()
-                    })
-                    .unwrap_or(0);
-                read(&parent).map(|kills| kills + below)
-            }
-            Layout::V2 { root } => {
-                let text = fs::read_to_string(self.dir(root).join("memory.events")).ok()?;
-                stat_field(&text, "oom_kill")
-            }
-        }
     }
 
     /// CPU waits of the live tasks, the CPU time that tells whether any
@@ -855,6 +1028,12 @@ fn remove_tree(top: &Path) -> io::Result<()> {
     }
 }
 
+/// Whether a cgroup v1 `freezer.state` says its tasks are stopped: `FROZEN`,
+/// or `FREEZING` (some already are).
+fn freezer_state_is_frozen(state: &str) -> bool {
+    matches!(state.trim(), "FROZEN" | "FREEZING")
+}
+
 fn stat_field(stat: &str, key: &str) -> Option<u64> {
     stat.lines().find_map(|line| {
         let (name, value) = line.split_once(' ')?;
@@ -920,6 +1099,57 @@ mod tests {
             invocation.parent(),
             "/progscore/progscore-docker-1-ab/progscore-cd-0"
         );
+    }
+
+    #[test]
+    fn only_a_kill_at_the_programs_own_limit_is_its_memory_limit() {
+        let events = |oom: u64, oom_kill: u64| {
+            format!(
+                "low 0\nhigh 0\nmax {}\noom {oom}\noom_kill {oom_kill}\noom_group_kill 0\n",
+                oom * 3
+            )
+        };
+        // Never at its limit, nothing killed.
+        assert_eq!(memory_kill_from_events(&events(0, 0)), MemoryKill::None);
+        // At its limit, nothing killed (the victim was already exiting).
+        assert_eq!(memory_kill_from_events(&events(1, 0)), MemoryKill::None);
+        // At its limit, and its OOM killer killed: the program's.
+        assert_eq!(memory_kill_from_events(&events(1, 1)), MemoryKill::OwnLimit);
+        assert_eq!(memory_kill_from_events(&events(3, 2)), MemoryKill::OwnLimit);
+        // Killed, its own limit never reached: the host's OOM killer (or
+        // a cgroup's above it).
+        let MemoryKill::NotItsOwn(why) = memory_kill_from_events(&events(0, 1)) else {
+            panic!("a kill below no OOM of its own is not its own");
+        };
+        assert!(why.contains("never reached"), "{why}");
+        // More kills than its own OOMs: some were another OOM killer's.
+        let MemoryKill::NotItsOwn(why) = memory_kill_from_events(&events(1, 3)) else {
+            panic!("kills beyond its own OOMs are not all its own");
+        };
+        assert!(why.contains("more than the 1 time(s)"), "{why}");
+        // An older kernel's file without the counts: nothing proven killed.
+        assert_eq!(memory_kill_from_events("low 0\n"), MemoryKill::None);
+
+        // cgroup v1: the limit's own notification, unless the one above fired too.
+        assert_eq!(
+            memory_kill_from_notifications(false, false),
+            MemoryKill::None
+        );
+        assert_eq!(
+            memory_kill_from_notifications(true, false),
+            MemoryKill::OwnLimit
+        );
+        for at_limit in [false, true] {
+            assert!(matches!(
+                memory_kill_from_notifications(at_limit, true),
+                MemoryKill::NotItsOwn(_)
+            ));
+        }
+    }
+
+    #[test]
+    fn the_hosts_oom_kills_are_counted() {
+        assert!(host_oom_kills().is_some(), "/proc/vmstat has oom_kill");
     }
 
     #[test]

@@ -28,8 +28,8 @@ pub mod workspace;
 
 pub use cases::Cases;
 pub use cgroup::{
-    Cgroups, EndedTasks, InvocationCgroup, OomWatch, WaitSample, cpu_limit_reached,
-    delay_accounting_on,
+    Cgroups, EndedTasks, InvocationCgroup, MemoryKill, OomReading, OomWatch, WaitSample,
+    cpu_limit_reached, delay_accounting_on, host_oom_kills,
 };
 pub use facade::{Backend, Guarded};
 pub use guard::{shut_down, spawn_guarded};

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use progscore_sandbox::{
-    CpuWindow, Limits, Outcome, ResourceUsage, TimeLimit, TimeoutProof, fair_extension,
+    CpuWindow, Limits, MAX_FROZEN, Outcome, ResourceUsage, TimeLimit, TimeoutProof, fair_extension,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -63,6 +63,13 @@ pub trait Program {
 
     /// A fault that is about the program's output (the message says what).
     fn output_fault(&self, message: String) -> Self::Fault;
+
+    /// Whether the backend sees the sandbox paused from outside now (the
+    /// Docker engine's `pause`, which under gVisor stops the sandbox
+    /// without the cgroup freezer).
+    fn paused(&self) -> bool {
+        false
+    }
 }
 
 /// The invocation's cgroup as measured at the program's start.
@@ -94,6 +101,12 @@ impl Measured<'_> {
             .is_some_and(WaitSample::io_measured)
     }
 
+    /// Whether the cgroup freezer holds the program now (`None`: not
+    /// readable).
+    fn frozen(&self) -> Option<bool> {
+        self.cgroup.and_then(|cgroup| cgroup.frozen(self.leaf))
+    }
+
     /// Time waited for a CPU (and stalled on block I/O, where measured)
     /// since the start beyond the program's own quota, if measured.
     fn cpu_wait(&self) -> Option<Duration> {
@@ -105,6 +118,62 @@ impl Measured<'_> {
                     self.ended_tasks,
                 )
             })
+    }
+}
+
+/// How often the window looks whether the sandbox is frozen.
+const FREEZE_POLL: Duration = Duration::from_millis(10);
+
+/// A gap between two looks longer than this (the window's task was not
+/// run) is time not observed: it counts as frozen, an error on the side of
+/// more time.
+const FREEZE_GAP: Duration = Duration::from_millis(50);
+
+/// The time the sandbox may have spent frozen from outside, as the window
+/// looked: every stretch between two looks of which either saw it frozen,
+/// and the unobserved part of every long gap between looks.
+#[derive(Debug)]
+struct FrozenClock {
+    last: Instant,
+    was_frozen: bool,
+    /// Upper bound of the time frozen so far.
+    frozen: Duration,
+    /// A freeze was seen only by the backend's report (no cgroup freezer
+    /// state said so): its length is not measured.
+    unmeasured: bool,
+    /// Whether any look saw the sandbox frozen.
+    seen: bool,
+}
+
+impl FrozenClock {
+    fn new(started: Instant) -> FrozenClock {
+        FrozenClock {
+            last: started,
+            was_frozen: false,
+            frozen: Duration::ZERO,
+            unmeasured: false,
+            seen: false,
+        }
+    }
+
+    /// Records a look at `at`: `by_cgroup` is the freezer's state (`None`
+    /// when unreadable), `by_backend` the backend's report. Whether the
+    /// sandbox is frozen now.
+    fn look(&mut self, at: Instant, by_cgroup: Option<bool>, by_backend: bool) -> bool {
+        let frozen = by_cgroup == Some(true) || by_backend;
+        if by_backend && by_cgroup != Some(true) {
+            self.unmeasured = true;
+        }
+        let gap = at.saturating_duration_since(self.last);
+        if frozen || self.was_frozen {
+            self.frozen += gap;
+        } else if gap > FREEZE_GAP {
+            self.frozen += gap - FREEZE_POLL;
+        }
+        self.seen |= frozen;
+        self.last = at;
+        self.was_frozen = frozen;
+        frozen
     }
 }
 
@@ -131,6 +200,10 @@ pub struct Killed {
     pub limit: TimeLimit,
     /// Why the timeout is not proven, when it is not.
     pub unconfirmed: Option<String>,
+    /// Whether a proof rests on fair time (not on the CPU the program used
+    /// or its CPU-time limit): a pause from outside that the window did
+    /// not see (reported late) undoes it.
+    pub by_fair_time: bool,
 }
 
 /// What the window showed.
@@ -201,6 +274,7 @@ impl Window<'_> {
         let token = self.token;
         tokio::pin!(io);
         let mut io_end: Option<Result<(), String>> = None;
+        let mut frozen = FrozenClock::new(started);
 
         let end = match ended {
             Some(exit) => End::Exited(exit),
@@ -212,6 +286,8 @@ impl Window<'_> {
                 tokio::pin!(cpu_limit);
                 let deadline = tokio::time::sleep_until(started + limits.timeout());
                 tokio::pin!(deadline);
+                let mut freeze_poll = tokio::time::interval(FREEZE_POLL);
+                freeze_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
                     tokio::select! {
                         biased;
@@ -226,14 +302,38 @@ impl Window<'_> {
                             io_end = Some(program.output_ended(ended).await);
                         }
                         () = &mut deadline => {
-                            // Time the program waited for a CPU is given back.
-                            let more = measured.cpu_wait().and_then(|wait| {
-                                fair_extension(limits.timeout(), started.elapsed(), wait)
-                            });
+                            let now = Instant::now();
+                            // A frozen program is not running: its limit
+                            // waits until it thaws (within the bound).
+                            let frozen_now = frozen.look(now, measured.frozen(), program.paused());
+                            if frozen_now && frozen.frozen < MAX_FROZEN {
+                                deadline.as_mut().reset(now + FREEZE_POLL);
+                                continue;
+                            }
+                            // Time the program waited for a CPU, and time it
+                            // was frozen, are given back.
+                            let elapsed = now.duration_since(started);
+                            let given = frozen.frozen.min(MAX_FROZEN);
+                            let more = match measured.cpu_wait() {
+                                Some(wait) => fair_extension(
+                                    limits.timeout(),
+                                    elapsed.saturating_sub(given),
+                                    wait,
+                                ),
+                                None if !given.is_zero() => fair_extension(
+                                    limits.timeout(),
+                                    elapsed.saturating_sub(given),
+                                    Duration::ZERO,
+                                ),
+                                None => None,
+                            };
                             match more {
-                                Some(more) => deadline.as_mut().reset(Instant::now() + more),
+                                Some(more) => deadline.as_mut().reset(now + more),
                                 None => break End::Limit(TimeLimit::Wall),
                             }
+                        }
+                        _ = freeze_poll.tick() => {
+                            frozen.look(Instant::now(), measured.frozen(), program.paused());
                         }
                         () = &mut cpu_limit => break End::Limit(TimeLimit::Cpu),
                     }
@@ -268,6 +368,12 @@ impl Window<'_> {
                     io_measured: measured.io_measured(),
                     output_active: output_was_active(last_output, window),
                     oversubscribed: load_at_start.max(self.load.now()) > self.cpus,
+                    frozen: frozen.frozen,
+                    // Ended frozen (past the bound), or frozen for a time
+                    // only reported: fair time proves nothing.
+                    frozen_unmeasured: frozen.unmeasured
+                        || frozen.was_frozen
+                        || frozen.frozen >= MAX_FROZEN,
                 };
                 starved = cpu_window.cpu_wait;
                 match program.ended().await? {
@@ -296,7 +402,13 @@ impl Window<'_> {
                                 Some(why)
                             }
                         };
-                        killed = Some(Killed { limit, unconfirmed });
+                        let by_fair_time =
+                            limit == TimeLimit::Wall && !cpu_window.got_its_cpu(limits.cpus);
+                        killed = Some(Killed {
+                            limit,
+                            unconfirmed,
+                            by_fair_time,
+                        });
                         program.wait_killed().await?
                     }
                 }
@@ -342,4 +454,34 @@ impl Window<'_> {
 /// A duration in whole milliseconds, as events record it.
 pub fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frozen_time_is_over_counted_never_under_counted() {
+        let ms = Duration::from_millis;
+        let start = Instant::now();
+        let mut clock = FrozenClock::new(start);
+        // Thawed looks close together: nothing frozen.
+        assert!(!clock.look(start + ms(10), Some(false), false));
+        assert!(!clock.look(start + ms(20), Some(false), false));
+        assert_eq!(clock.frozen, Duration::ZERO);
+        // Frozen from some moment after the look at 20 ms to some moment
+        // before the look at 520 ms: all of it counts.
+        assert!(clock.look(start + ms(30), Some(true), false));
+        assert!(clock.look(start + ms(510), Some(true), false));
+        assert!(!clock.look(start + ms(520), Some(false), false));
+        assert_eq!(clock.frozen, ms(500));
+        assert!(!clock.unmeasured);
+        // A look delayed by 300 ms: what happened in between is unseen.
+        clock.look(start + ms(820), Some(false), false);
+        assert_eq!(clock.frozen, ms(500 + 290));
+        // Paused as the backend reports it, with no freezer state: the
+        // time counts, but it is not measured.
+        assert!(clock.look(start + ms(830), Some(false), true));
+        assert!(clock.unmeasured);
+    }
 }

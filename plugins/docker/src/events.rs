@@ -42,6 +42,10 @@ pub(crate) struct Seen {
     pub kills: Vec<String>,
     /// The engine reported an OOM kill in the container.
     pub oom: bool,
+    /// The container is paused (`docker pause`) now.
+    pub paused: bool,
+    /// How often it was paused.
+    pub pauses: usize,
     pub died: bool,
     pub destroyed: bool,
     /// The stream failed or ended before `destroy`: why.
@@ -101,6 +105,11 @@ impl ContainerEvents {
                     Some("create") => seen.created = true,
                     Some("kill") => seen.kills.push(signal.unwrap_or_default()),
                     Some("oom") => seen.oom = true,
+                    Some("pause") => {
+                        seen.paused = true;
+                        seen.pauses += 1;
+                    }
+                    Some("unpause") => seen.paused = false,
                     Some("die") => seen.died = true,
                     Some("destroy") => seen.destroyed = true,
                     _ => {}
@@ -126,6 +135,12 @@ impl ContainerEvents {
     /// returns all it reported.
     pub async fn settled(&self, limit: Duration) -> Seen {
         self.until(limit, |seen| seen.destroyed).await
+    }
+
+    /// Whether the engine reported the container paused (and not unpaused
+    /// since).
+    pub fn paused(&self) -> bool {
+        self.seen.borrow().paused
     }
 
     /// What was seen so far.

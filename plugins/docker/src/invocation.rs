@@ -27,7 +27,8 @@ use bollard::query_parameters::{
 };
 use progscore_container::gvisor_trace::GvisorTrace;
 use progscore_container::{
-    Cgroups, EndedTasks, InvocationCgroup, Load, Measured, Program, TracePlan, Window,
+    Cgroups, EndedTasks, InvocationCgroup, Load, Measured, MemoryKill, OomReading, OomWatch,
+    Program, TracePlan, Window, host_oom_kills,
 };
 use progscore_sandbox::{
     Invocation, InvocationEvent, Limits, Outcome, PathPattern, Provenance, ResourceUsage,
@@ -115,6 +116,18 @@ struct Observed {
     /// the program's own (gVisor), or `exit(137)`; the engine's events
     /// decide which.
     unexplained_sigkill: bool,
+    /// A proven wall-clock timeout that rests on fair time alone (not on
+    /// the CPU the program used): a pause the window did not see undoes it.
+    by_fair_time: bool,
+    /// The engine's state says the container was OOM-killed (whose OOM
+    /// killer, the cgroups tell).
+    engine_oom: bool,
+    /// progscore killed it at a limit.
+    killed_at_limit: bool,
+    /// What the OOM watch saw, read once the program ended and before its
+    /// cgroup goes (`None`: not watched, or the container's cgroup is not
+    /// where the watch looks).
+    oom: Option<OomReading>,
 }
 
 pub(crate) async fn run(
@@ -170,7 +183,15 @@ pub(crate) async fn run(
             .engine
             .can_trace(context.runtime, workspace.is_some()),
     );
+    let oom = cgroup.as_ref().and_then(|cgroup| {
+        cgroup
+            .watch_oom_below()
+            .inspect_err(|e| tracing::debug!("the OOM kills of {name} are not watched: {e}"))
+            .ok()
+    });
     let lifecycle = Lifecycle {
+        oom,
+        host_oom_kills: host_oom_kills(),
         context,
         name: &name,
         cgroup: cgroup.as_ref(),
@@ -267,7 +288,12 @@ pub(crate) async fn run(
                 events.seen()
             };
             match lifecycle.judge(observed, &seen) {
-                Ok(observed) => Ok(observed),
+                Ok(observed) => {
+                    if let (Some(why), Next::Continue) = (&observed.confirm, &next) {
+                        next = Next::ConfirmAlone(why.clone());
+                    }
+                    Ok(observed)
+                }
                 Err(message) => {
                     if matches!(next, Next::Continue | Next::ConfirmAlone(_)) {
                         next = Next::Stop(format!(
@@ -365,6 +391,11 @@ struct Lifecycle<'c, 'a> {
     with_stdin: bool,
     /// The behaviour trace to start once the container's id is known.
     trace: Option<TraceSetup<'c>>,
+    /// The OOM kills of the container's cgroups, watched from before its
+    /// creation (`None`: not watched here).
+    oom: Option<OomWatch>,
+    /// The host's count of OOM kills before the container was created.
+    host_oom_kills: Option<u64>,
 }
 
 /// The started container, as the shared window drives it.
@@ -408,6 +439,10 @@ impl Program for Lifecycle<'_, '_> {
 
     fn output_fault(&self, message: String) -> EngineFault {
         EngineFault::plain(message)
+    }
+
+    fn paused(&self) -> bool {
+        self.events.paused()
     }
 }
 
@@ -527,9 +562,10 @@ impl Lifecycle<'_, '_> {
 
         let state = self.inspect().await?.state.unwrap_or_default();
         let killed_by_us = watched.killed.is_some();
-        let outcome = if state.oom_killed == Some(true) {
-            Outcome::MemoryLimit
-        } else if state.running == Some(true) {
+        // Whose OOM killer it was (if any) is the cgroups' to tell, once
+        // the engine's events are all in (`judge`).
+        let engine_oom = state.oom_killed == Some(true);
+        let outcome = if state.running == Some(true) {
             return Err(EngineFault::plain(format!(
                 "container {} still running after the engine reported its end",
                 self.name
@@ -545,35 +581,34 @@ impl Lifecycle<'_, '_> {
                 }
             }
         };
-        // The engine's state can miss an OOM kill (its exit can reach the
-        // engine before the OOM event, seen under gVisor); the cgroup's own
-        // count of OOM kills cannot (a peak at the cap can be page cache).
-        let oom_counted = measured
-            .and_then(InvocationCgroup::oom_kills)
-            .is_some_and(|kills| kills > 0);
-        let outcome = match outcome {
-            Outcome::Exited { exit_code: 137 } if !killed_by_us && oom_counted => {
-                Outcome::MemoryLimit
-            }
-            other => other,
-        };
         let unexplained_sigkill =
             !killed_by_us && matches!(outcome, Outcome::Exited { exit_code: 137 });
+        let by_fair_time = watched.killed.as_ref().is_some_and(|k| k.by_fair_time);
         Ok(Observed {
             outcome,
             duration: watched.duration,
             usage: watched.usage,
             confirm: watched.confirm,
             unexplained_sigkill,
+            by_fair_time,
+            engine_oom,
+            killed_at_limit: killed_by_us,
+            oom: self
+                .oom
+                .as_ref()
+                .filter(|_| measured.is_some())
+                .map(OomWatch::read),
         })
     }
 
     /// The outcome as the engine's events explain it, once the container is
     /// gone (`seen` holds everything the engine reported about it): a kill
     /// progscore did not ask for is a sandbox fault, whatever the exit code
-    /// says; an exit code 137 progscore did not cause is the memory cap's
-    /// when the engine saw an OOM kill, the program's own when the events
-    /// were watched throughout and show no kill, and unknown otherwise.
+    /// says; an OOM kill is the memory cap's only when the cgroups show it
+    /// was the container's own limit's (another OOM killer's is a sandbox
+    /// fault); an exit code 137 progscore did not cause is the program's
+    /// own when the events were watched throughout and show no kill and the
+    /// host's OOM killer did not act meanwhile, and unknown otherwise.
     fn judge(&self, mut observed: Observed, seen: &Seen) -> Result<Observed, String> {
         let ours = self.kills_sent.load(std::sync::atomic::Ordering::SeqCst);
         if seen.kills.len() > ours {
@@ -585,10 +620,98 @@ impl Lifecycle<'_, '_> {
                 signals.join(", ")
             ));
         }
-        if observed.unexplained_sigkill {
-            if seen.oom {
+        // A paused sandbox may not die of progscore's kill (a paused gVisor
+        // sandbox refuses it) and run on once unpaused: an exit after the
+        // kill at its limit is then not one before the limit.
+        if seen.pauses > 0
+            && observed.killed_at_limit
+            && matches!(observed.outcome, Outcome::Exited { exit_code } if exit_code != 137)
+        {
+            return Err(format!(
+                "container {} was paused from outside as progscore killed it at its limit, and \
+                 it exited afterwards: whether it ended within its limit is unknown",
+                self.name
+            ));
+        }
+        // A pause the window could not place (the engine reports it after
+        // the fact, and under gVisor no cgroup shows it) may have eaten the
+        // time a fair-time proof counted as the program's.
+        if seen.pauses > 0
+            && observed.by_fair_time
+            && let Outcome::TimedOut {
+                unconfirmed: unconfirmed @ None,
+                ..
+            } = &mut observed.outcome
+        {
+            let why = format!(
+                "container {} was paused from outside (docker pause) {} time(s) in its life, \
+                 and its timeout rests on time the program may have spent frozen",
+                self.name, seen.pauses
+            );
+            *unconfirmed = Some(why.clone());
+            observed.confirm = Some(why);
+        }
+        // Only a kill at the program's own limit is its `memory_limit`:
+        // the engine reports any OOM kill it hears of (containerd under
+        // cgroup v2 counts every OOM killer's kills; under v1 an OOM of a
+        // cgroup above the container's is notified to it too).
+        let engine_oom = observed.engine_oom || seen.oom;
+        let memory = match &observed.oom {
+            Some(reading) => reading.verdict(engine_oom),
+            None if engine_oom => MemoryKill::NotItsOwn(
+                "the engine reports an OOM kill, and the container's cgroups cannot be read \
+                 here to tell its own memory limit from the host's OOM killer"
+                    .into(),
+            ),
+            None => MemoryKill::None,
+        };
+        match memory {
+            MemoryKill::OwnLimit => {
                 observed.outcome = Outcome::MemoryLimit;
-            } else if !seen.complete() {
+                observed.confirm = None;
+                return Ok(observed);
+            }
+            MemoryKill::NotItsOwn(why) => {
+                return Err(format!(
+                    "container {} was hit by an OOM killer that is not its own memory limit's: \
+                     {why}; the program's outcome is unknown",
+                    self.name
+                ));
+            }
+            MemoryKill::None if engine_oom => {
+                return Err(format!(
+                    "the engine reports an OOM kill of container {} that its cgroups do not \
+                     show: the program's outcome is unknown",
+                    self.name
+                ));
+            }
+            MemoryKill::None => {}
+        }
+        if observed.unexplained_sigkill {
+            // A SIGKILL straight to a process bypasses the engine: the
+            // host's OOM killer, acting while it ran, may have sent it.
+            // Under cgroup v1 nothing left to read counts its kills of the
+            // container's processes, so any OOM kill on the host meanwhile
+            // (the host's count includes every cgroup's) leaves it unknown.
+            let host_kills = host_oom_kills()
+                .zip(self.host_oom_kills)
+                .map(|(now, then)| now.saturating_sub(then));
+            let v1_watch = observed
+                .oom
+                .as_ref()
+                .is_some_and(|reading| !reading.counts_every_kill());
+            if v1_watch && host_kills != Some(0) {
+                return Err(format!(
+                    "container {} ended with code 137 (a SIGKILL?) that progscore did not send, \
+                     while the host's OOM killer {}: the program's outcome is unknown",
+                    self.name,
+                    match host_kills {
+                        Some(kills) => format!("killed {kills} process(es)"),
+                        None => "could not be watched".into(),
+                    }
+                ));
+            }
+            if !seen.complete() {
                 let why = seen.broken.clone().unwrap_or_else(|| {
                     "its events were not seen from its creation to its removal".into()
                 });
@@ -676,5 +799,9 @@ fn not_run() -> Observed {
         usage: None,
         confirm: None,
         unexplained_sigkill: false,
+        by_fair_time: false,
+        engine_oom: false,
+        killed_at_limit: false,
+        oom: None,
     }
 }

@@ -28,7 +28,8 @@ use std::time::Duration;
 use progscore_container::gvisor_trace::GvisorTrace;
 use progscore_container::seccomp_trace::SeccompTrace;
 use progscore_container::{
-    Cgroups, EndedTasks, InvocationCgroup, Load, Measured, Program, TracePlan, Window, millis,
+    Cgroups, EndedTasks, InvocationCgroup, Load, Measured, MemoryKill, Program, TracePlan, Window,
+    millis,
 };
 use progscore_sandbox::{
     Invocation, InvocationEvent, Limits, Outcome, Provenance, ResourceUsage, RuntimeProfile, Stage,
@@ -615,8 +616,20 @@ impl Lifecycle<'_, '_> {
                 self.name
             ));
         }
-        // Read once: a v1 notification is consumed by its read.
-        let oom_killed = oom.fired();
+        // Read once: a v1 notification is consumed by its read. Only a kill
+        // at the program's own limit is its `memory_limit`; another OOM
+        // killer's (the host's, a cgroup's above) leaves it unknown.
+        let oom_killed = match oom.verdict(false) {
+            MemoryKill::None => false,
+            MemoryKill::OwnLimit => true,
+            MemoryKill::NotItsOwn(why) => {
+                return Err(format!(
+                    "container {} was hit by an OOM killer that is not its own memory \
+                     limit's: {why}; the program's outcome is unknown",
+                    self.name
+                ));
+            }
+        };
         let killed_by_us = watched.killed.is_some() && code == 137;
         // An OOM kill under runsc may hit the sandbox itself: its outcome is
         // the limit's whatever the sandbox noted.

@@ -44,4 +44,4 @@ pub use run::{
     CapturedStream, CompileEvent, InvocationEvent, Outcome, ProgramRun, Provenance, ResourceUsage,
     TimeLimit,
 };
-pub use timing::{CpuWindow, TimeoutProof, fair_extension};
+pub use timing::{CpuWindow, MAX_FROZEN, TimeoutProof, fair_extension};

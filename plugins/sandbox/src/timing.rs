@@ -44,6 +44,17 @@
 //!    timeout is unconfirmed at once ([`CpuWindow::oversubscribed`] only
 //!    words its reason).
 //!
+//! 5. **Frozen is not running.** Time the sandbox was frozen from outside
+//!    (`docker pause`, the cgroup freezer, a paused gVisor sandbox) is
+//!    neither the program's nor a wait the kernel counts: its tasks
+//!    neither run nor wait for a CPU, exactly like a program that chose to
+//!    sleep. It is taken out of the program's clock (an over-count errs
+//!    towards more time), within [`MAX_FROZEN`]; a limit never fires while
+//!    the sandbox is frozen. A timeout after a freeze is proven by fair
+//!    time only when the freeze was measured ([`CpuWindow::frozen`]); a
+//!    freeze only reported ([`CpuWindow::frozen_unmeasured`]) leaves it to
+//!    the CPU the program used, else it is confirmed alone or unconfirmed.
+//!
 //! A CPU-time limit (`limits.cpu_time`) does not depend on load: exceeding it
 //! is always proven.
 
@@ -74,6 +85,11 @@ pub fn alone_run_warning(index: usize, run: u32, why: &str) -> String {
 /// is confirmed by running alone.
 pub const MAX_STRETCH: u32 = 4;
 
+/// How much frozen time (the sandbox stopped from outside) a window gives
+/// back: past it, the window ends and a timeout is not proven by fair time
+/// (a sandbox paused for good must not hold the call for good).
+pub const MAX_FROZEN: Duration = Duration::from_secs(60);
+
 /// What a backend measured about a program over its window, as far as it can.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct CpuWindow {
@@ -95,6 +111,14 @@ pub struct CpuWindow {
     /// own count). It never proves a timeout: other processes are not
     /// counted. It only says why an unmeasured timeout is not believed.
     pub oversubscribed: bool,
+    /// Time the sandbox may have been frozen from outside in the window
+    /// (an upper bound: time not observed counts as frozen), not the
+    /// program's.
+    pub frozen: Duration,
+    /// Whether a freeze was reported that `frozen` does not measure (a
+    /// gVisor sandbox paused through the engine stops no cgroup), or the
+    /// window ended frozen: fair time then proves nothing.
+    pub frozen_unmeasured: bool,
 }
 
 /// The verdict on a wall-clock timeout.
@@ -127,10 +151,7 @@ impl CpuWindow {
     /// whether no other program of the backend ran beside this one.
     pub fn judge(&self, cpus: f64, alone: bool) -> TimeoutProof {
         let promised = self.limit.mul_f64(cpus.clamp(0.0, 1.0));
-        let got_its_cpu = self
-            .cpu
-            .is_some_and(|cpu| cpu.as_secs_f64() >= FAIR_SHARE * promised.as_secs_f64());
-        if got_its_cpu {
+        if self.got_its_cpu(cpus) {
             return TimeoutProof::Proven;
         }
         let what = format!(
@@ -160,8 +181,13 @@ impl CpuWindow {
                 TimeoutProof::Unconfirmed(format!("{what}, and {why}"))
             };
         };
-        let had_its_time = self.elapsed.saturating_sub(wait).as_secs_f64()
-            >= FAIR_SHARE * self.limit.as_secs_f64();
+        let had_its_time = !self.frozen_unmeasured
+            && self
+                .elapsed
+                .saturating_sub(wait)
+                .saturating_sub(self.frozen)
+                .as_secs_f64()
+                >= FAIR_SHARE * self.limit.as_secs_f64();
         // Beside more programs than CPUs, a program that used little CPU
         // may have been held in ways no counter shows (a kernel lock whose
         // holder waits for the disk; under gVisor, sentry threads that
@@ -172,7 +198,12 @@ impl CpuWindow {
         if had_its_time && (alone || (!self.output_active && !crowded)) {
             return TimeoutProof::Proven;
         }
-        let why = if had_its_time && self.output_active {
+        let why = if self.frozen_unmeasured {
+            format!(
+                "was paused from outside for a time that was not measured ({})",
+                self.describe(promised)
+            )
+        } else if had_its_time && self.output_active {
             format!(
                 "it was still writing output, which a busy reader can hold up ({})",
                 self.describe(promised)
@@ -202,6 +233,15 @@ impl CpuWindow {
         }
     }
 
+    /// Whether the CPU the program used proves its timeout by itself
+    /// (nearly the CPU its profile promises over the limit, `cpus` its quota),
+    /// whatever else happened in the window.
+    pub fn got_its_cpu(&self, cpus: f64) -> bool {
+        let promised = self.limit.mul_f64(cpus.clamp(0.0, 1.0));
+        self.cpu
+            .is_some_and(|cpu| cpu.as_secs_f64() >= FAIR_SHARE * promised.as_secs_f64())
+    }
+
     fn describe(&self, promised: Duration) -> String {
         let mut parts = Vec::new();
         if let Some(cpu) = self.cpu {
@@ -218,6 +258,12 @@ impl CpuWindow {
                 "a CPU"
             };
             parts.push(format!("waited {} ms for {what}", wait.as_millis()));
+        }
+        if !self.frozen.is_zero() {
+            parts.push(format!(
+                "was frozen from outside for up to {} ms",
+                self.frozen.as_millis()
+            ));
         }
         if parts.is_empty() {
             "nothing was measured".into()
@@ -244,6 +290,8 @@ mod tests {
             io_measured: true,
             output_active: false,
             oversubscribed: true,
+            frozen: Duration::ZERO,
+            frozen_unmeasured: false,
         }
     }
 
@@ -374,6 +422,40 @@ mod tests {
             window(1000, Some(950), None).judge(1.0, false),
             TimeoutProof::Proven
         );
+    }
+
+    #[test]
+    fn time_frozen_from_outside_is_never_the_programs() {
+        // A sleeper stopped at 2 s that was frozen for 1.5 s of them (no
+        // CPU, no wait: exactly what a sleeper shows) did not have its time.
+        let mut paused = window(2000, Some(8), Some(0));
+        paused.limit = ms(2000);
+        paused.oversubscribed = false;
+        paused.frozen = ms(1500);
+        for alone in [false, true] {
+            let (TimeoutProof::Confirm(why) | TimeoutProof::Unconfirmed(why)) =
+                paused.judge(1.0, alone)
+            else {
+                panic!("a frozen sleeper's timeout must not be proven (alone {alone})");
+            };
+            assert!(
+                why.contains("frozen from outside for up to 1500 ms"),
+                "{why}"
+            );
+        }
+        // Given the frozen time back and still asleep: proven.
+        paused.elapsed = ms(3600);
+        assert_eq!(paused.judge(1.0, false), TimeoutProof::Proven);
+        // A pause that was reported but not measured proves nothing by
+        // fair time, ...
+        paused.frozen_unmeasured = true;
+        let TimeoutProof::Unconfirmed(why) = paused.judge(1.0, true) else {
+            panic!("an unmeasured pause leaves the timeout unconfirmed");
+        };
+        assert!(why.contains("paused from outside"), "{why}");
+        // ... but a spinner's CPU still does.
+        paused.cpu = Some(ms(1900));
+        assert_eq!(paused.judge(1.0, false), TimeoutProof::Proven);
     }
 
     #[test]

@@ -273,6 +273,8 @@ impl GuestRuntime {
                 output_active: false,
                 // At most one guest per core runs; other load shows as waiting.
                 oversubscribed: false,
+                // A guest runs in this process: nothing freezes it alone.
+                ..CpuWindow::default()
             }
             .judge(1.0, request.alone)
         });

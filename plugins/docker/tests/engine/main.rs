@@ -696,6 +696,9 @@ async fn an_engine_that_stays_gone_refuses_the_run() {
 }
 
 /// What a folder holds.
+// After the macro, which it uses.
+mod frozen;
+
 fn entries(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .map(|d| d.flatten().map(|e| e.path()).collect())

@@ -243,3 +243,58 @@ async fn exit_137_is_a_sandbox_error_under_runc_and_the_programs_under_runsc() {
     }
     assert_eq!(leftovers(&client), Vec::<String>::new());
 }
+
+/// Holds 160 MiB (touched), well within its own 256 MiB, then says so.
+const HOLDS_160_MIB: &str = "chunks = []\nfor _ in range(20):\n    chunks.append(b'x' * (8 << 20))\nprint('held', len(chunks))\n";
+
+/// Puts a memory limit of `bytes` on the cgroup of `owner` (above every
+/// invocation's own cgroup and its limit), as an operator's slice or a
+/// busy host would; `None` lifts it.
+fn limit_memory_above_invocations(owner: &str, bytes: Option<u64>) {
+    let v1 = Path::new("/sys/fs/cgroup/memory/progscore").join(owner);
+    let v2 = Path::new("/sys/fs/cgroup/progscore").join(owner);
+    if Path::new("/sys/fs/cgroup/memory").is_dir() {
+        std::fs::create_dir_all(&v1).expect("owner's memory cgroup");
+        let value = bytes.map_or("-1".to_string(), |b| b.to_string());
+        std::fs::write(v1.join("memory.limit_in_bytes"), value).expect("limit");
+    } else {
+        std::fs::create_dir_all(&v2).expect("owner's cgroup");
+        let value = bytes.map_or("max".to_string(), |b| b.to_string());
+        std::fs::write(v2.join("memory.max"), value).expect("limit");
+    }
+}
+
+/// An OOM kill by an OOM killer other than the program's own limit's (here
+/// a cgroup above the invocation's, which is what the host's OOM killer is
+/// to every cgroup) is not the program's `memory_limit`: a sandbox error.
+/// The same program without it holds its memory; a real hog still hits its
+/// own limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oom_kill_above_the_programs_own_limit_is_a_sandbox_error() {
+    let client = client();
+    for profile in ["python-oci", "python-oci-gvisor"] {
+        limit_memory_above_invocations(client.owner(), Some(64 << 20));
+        let held = run(&client, profile, HOLDS_160_MIB).await;
+        limit_memory_above_invocations(client.owner(), None);
+        let Outcome::SandboxError { message } = &held.events[0].outcome else {
+            panic!("{profile}: killed above its limit: {held:#?}");
+        };
+        assert!(message.contains("OOM"), "{profile}: {message}");
+
+        let held = run(&client, profile, HOLDS_160_MIB).await;
+        assert_eq!(
+            held.events[0].outcome,
+            Outcome::Exited { exit_code: 0 },
+            "{profile}: {held:#?}"
+        );
+        assert_eq!(stdout(&held), "held 20\n");
+        let hog = "chunks = []\nwhile True:\n    chunks.append(b'x' * (8 << 20))\n";
+        let hog = run(&client, profile, hog).await;
+        assert_eq!(
+            hog.events[0].outcome,
+            Outcome::MemoryLimit,
+            "{profile}: {hog:#?}"
+        );
+    }
+    assert_eq!(leftovers(&client), Vec::<String>::new());
+}

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod faults;
+mod frozen;
 mod traced_runc;
 
 use progscore_oci::{OciClient, OciOptions};
