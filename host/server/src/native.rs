@@ -36,7 +36,7 @@ use progscore_scoring::{
 };
 use serde::Deserialize;
 
-use crate::body::{JsonBody, RawBody};
+use crate::body::{JsonBody, JsonBytes, JsonLinesBody};
 use crate::error::ApiError;
 use crate::execute::{JobError, Part, ProgramJob, RequestLimits, execute};
 use crate::state::AppState;
@@ -91,7 +91,7 @@ async fn profiles(State(state): State<Arc<AppState>>) -> Json<serde_json::Value>
 async fn score(
     State(state): State<Arc<AppState>>,
     Query(options): Query<Options>,
-    RawBody(body): RawBody,
+    JsonBytes(body): JsonBytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let Batch { items, errors } = Batch::parse_sent(SENT, &body);
     if let Some(error) = errors.into_iter().next() {
@@ -119,7 +119,7 @@ async fn score(
 async fn batches(
     State(state): State<Arc<AppState>>,
     Query(options): Query<Options>,
-    RawBody(body): RawBody,
+    JsonLinesBody(body): JsonLinesBody,
 ) -> Result<Response, ApiError> {
     let Batch { items, errors } = Batch::parse_sent(SENT, &body);
     let max = state.settings().max_batch_items;
@@ -366,7 +366,7 @@ async fn replay(
 /// only; each answer says whether the verdict changed.
 async fn rescore(
     State(state): State<Arc<AppState>>,
-    RawBody(body): RawBody,
+    JsonLinesBody(body): JsonLinesBody,
 ) -> Result<Response, ApiError> {
     let Batch { items, errors } = Batch::parse_sent(SENT, &body);
     let max = state.settings().max_batch_items;
