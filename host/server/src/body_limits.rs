@@ -41,9 +41,29 @@ pub(crate) struct BodyBudget {
 }
 
 /// A request's share of the budget, given back when the last clone is
-/// dropped. In a request's extensions, for work that outlives the answer.
+/// dropped. In a request's extensions, for work that outlives the answer
+/// and for what a body decodes into ([`BodyShare::more`]).
 #[derive(Clone)]
-pub(crate) struct BodyShare(#[allow(dead_code)] Arc<OwnedSemaphorePermit>);
+pub(crate) struct BodyShare {
+    _units: Arc<OwnedSemaphorePermit>,
+    budget: Arc<BodyBudget>,
+}
+
+impl BodyShare {
+    /// A further share of the same budget for `bytes` the body decodes
+    /// into (a Judge0 archive's files); 503 when the budget is spent now,
+    /// 413 when it could never hold them.
+    pub(crate) fn more(&self, bytes: u64) -> Result<BodyShare, ApiError> {
+        if bytes > self.budget.total {
+            return Err(ApiError::too_large(
+                "additional_files",
+                bytes,
+                self.budget.total,
+            ));
+        }
+        BodyBudget::take_exact(&self.budget, bytes).ok_or_else(|| self.budget.spent())
+    }
+}
 
 impl BodyBudget {
     /// `total` bytes for all bodies; `max_body`, the most one request
@@ -61,14 +81,40 @@ impl BodyBudget {
 
     /// A share for a body of at most `bytes` (`None`: of unknown length),
     /// or `None` when the budget is spent now.
-    fn take(&self, bytes: Option<u64>) -> Option<BodyShare> {
-        let bytes = bytes.unwrap_or(self.max_body).min(self.max_body);
+    fn take(budget: &Arc<BodyBudget>, bytes: Option<u64>) -> Option<BodyShare> {
+        let bytes = bytes.unwrap_or(budget.max_body).min(budget.max_body);
+        BodyBudget::take_exact(budget, bytes)
+    }
+
+    /// A share of `bytes`, or `None` when the budget is spent now.
+    fn take_exact(budget: &Arc<BodyBudget>, bytes: u64) -> Option<BodyShare> {
         let units = u32::try_from(bytes.div_ceil(UNIT)).unwrap_or(u32::MAX);
-        self.units
+        budget
+            .units
             .clone()
             .try_acquire_many_owned(units)
             .ok()
-            .map(|permit| BodyShare(Arc::new(permit)))
+            .map(|permit| BodyShare {
+                _units: Arc::new(permit),
+                budget: budget.clone(),
+            })
+    }
+
+    /// The 503 a request is answered when the budget is spent.
+    fn spent(&self) -> ApiError {
+        tracing::warn!(
+            max_bodies_in_memory = self.total,
+            "request refused: the request bodies held now fill [serve] max_bodies_in_memory"
+        );
+        ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: format!(
+                "the server holds as many request bodies as it keeps in memory ([serve] max_bodies_in_memory, {} bytes); try again shortly",
+                self.total
+            ),
+            field: None,
+            retry_after: Some(Duration::from_secs(1)),
+        }
     }
 
     /// KiB free now (for tests).
@@ -90,27 +136,12 @@ pub(crate) async fn hold_body_share(
     if declared.upper() == Some(0) {
         return next.run(request).await;
     }
-    match budget.take(declared.upper()) {
+    match BodyBudget::take(&budget, declared.upper()) {
         Some(share) => {
             request.extensions_mut().insert(share.clone());
             hold_until_sent(next.run(request).await, share)
         }
-        None => {
-            tracing::warn!(
-                max_bodies_in_memory = budget.total,
-                "request refused: the request bodies held now fill [serve] max_bodies_in_memory"
-            );
-            ApiError {
-                status: StatusCode::SERVICE_UNAVAILABLE,
-                message: format!(
-                    "the server holds as many request bodies as it keeps in memory ([serve] max_bodies_in_memory, {} bytes); try again shortly",
-                    budget.total
-                ),
-                field: None,
-                retry_after: Some(Duration::from_secs(1)),
-            }
-            .into_response()
-        }
+        None => budget.spent().into_response(),
     }
 }
 
@@ -217,18 +248,28 @@ mod tests {
 
     #[test]
     fn a_share_is_taken_by_the_declared_length_and_given_back_when_dropped() {
-        let budget = BodyBudget::new(10 * UNIT, 4 * UNIT);
-        let first = budget.take(Some(3 * UNIT)).unwrap();
+        let budget = Arc::new(BodyBudget::new(10 * UNIT, 4 * UNIT));
+        let first = BodyBudget::take(&budget, Some(3 * UNIT)).unwrap();
         assert_eq!(budget.free(), 7);
         // Of unknown length: counted as max_body.
-        let second = budget.take(None).unwrap();
+        let second = BodyBudget::take(&budget, None).unwrap();
         assert_eq!(budget.free(), 3);
-        assert!(budget.take(Some(4 * UNIT)).is_none());
+        assert!(BodyBudget::take(&budget, Some(4 * UNIT)).is_none());
         let kept = second.clone();
         drop(second);
         assert_eq!(budget.free(), 3, "a clone still holds the share");
-        drop(kept);
-        drop(first);
+        // What a body decodes into takes more of the same budget.
+        let decoded = first.more(2 * UNIT).unwrap();
+        assert_eq!(budget.free(), 1);
+        assert_eq!(
+            first.more(2 * UNIT).unwrap_err().status,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            first.more(11 * UNIT).unwrap_err().status,
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
+        drop((kept, decoded, first));
         assert_eq!(budget.free(), 10);
     }
 

@@ -469,31 +469,42 @@ const MAX_COMPRESSION_RATIO: u64 = 100;
 /// lists) begins with.
 const CENTRAL_RECORD: &[u8; 4] = b"PK\x01\x02";
 
-/// The files of an accepted submission's `additional_files`, unpacked once
-/// on a blocking thread (not the server's async ones) and checked against
-/// its profile: 422 naming `additional_files` when refused. The archive
-/// stays with the stored request; the files go with the job.
+/// The files of an accepted submission's `additional_files`, checked and
+/// then unpacked once, on blocking threads (not the server's async ones),
+/// and checked against its profile: 422 naming `additional_files` when
+/// refused. The archive stays with the stored request; the files go with
+/// the job, with their share of the body memory budget (taken by their
+/// declared size before they are inflated: 503 when it is spent).
 async fn accept_files(
     state: &AppState,
     request: &mut StoredRequest,
-) -> Result<ProgramFiles, ApiError> {
+    body: Option<&BodyShare>,
+) -> Result<(ProgramFiles, Option<BodyShare>), ApiError> {
     let Some(archive) = request.additional_files.take() else {
-        return Ok(ProgramFiles::default());
+        return Ok((ProgramFiles::default(), None));
     };
-    let (archive, files) = tokio::task::spawn_blocking(move || {
-        let files = unzip_files(&archive);
-        (archive, files)
+    let blocking_failed = |e: tokio::task::JoinError| {
+        ApiError::internal(format!("unpacking additional_files failed: {e}"))
+    };
+    let (archive, checked) = tokio::task::spawn_blocking(move || {
+        let checked = CheckedArchive::open(&archive);
+        (archive, checked)
     })
     .await
-    .map_err(|e| ApiError::internal(format!("unpacking additional_files failed: {e}")))?;
+    .map_err(blocking_failed)?;
     request.additional_files = Some(archive);
-    let files = files.map_err(|why| unprocessable("additional_files", why))?;
+    let checked = checked.map_err(|why| unprocessable("additional_files", why))?;
+    let share = body.map(|body| body.more(checked.declared)).transpose()?;
+    let files = tokio::task::spawn_blocking(move || checked.inflate())
+        .await
+        .map_err(blocking_failed)?
+        .map_err(|why| unprocessable("additional_files", why))?;
     if let Some((served, _)) = state.served(&request.profile) {
         files
             .check_for(served)
             .map_err(|invalid| unprocessable("additional_files", invalid.to_string()))?;
     }
-    Ok(files)
+    Ok((files, share))
 }
 
 /// The files of `additional_files` (a base64 zip archive; folders are
@@ -505,73 +516,98 @@ async fn accept_files(
 /// past [`MAX_COMPRESSION_RATIO`]. Then each entry is inflated once, and no
 /// further than the size it declares.
 fn unzip_files(archive: &str) -> Result<ProgramFiles, String> {
-    use std::io::Read as _;
-    let bytes = BASE64
-        .decode(archive.trim())
-        .map_err(|e| format!("is not valid base64: {e}"))?;
-    let records = bytes
-        .windows(CENTRAL_RECORD.len())
-        .filter(|window| window == CENTRAL_RECORD)
-        .count();
-    if records > MAX_ZIP_ENTRIES {
-        return Err(format!(
-            "the archive lists {records} entries: at most {MAX_ZIP_ENTRIES} are read (at most {MAX_FILES} files beside a program, and their folders)"
-        ));
+    CheckedArchive::open(archive)?.inflate()
+}
+
+/// An archive whose directory passed the checks of [`unzip_files`], nothing
+/// of it inflated yet.
+struct CheckedArchive {
+    zip: zip::ZipArchive<std::io::Cursor<Vec<u8>>>,
+    /// Its files' declared sizes together.
+    declared: u64,
+    files: usize,
+}
+
+impl CheckedArchive {
+    fn open(archive: &str) -> Result<CheckedArchive, String> {
+        let bytes = BASE64
+            .decode(archive.trim())
+            .map_err(|e| format!("is not valid base64: {e}"))?;
+        let records = bytes
+            .windows(CENTRAL_RECORD.len())
+            .filter(|window| window == CENTRAL_RECORD)
+            .count();
+        if records > MAX_ZIP_ENTRIES {
+            return Err(format!(
+                "the archive lists {records} entries: at most {MAX_ZIP_ENTRIES} are read (at most {MAX_FILES} files beside a program, and their folders)"
+            ));
+        }
+        let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+            .map_err(|e| format!("is not a zip archive: {e}"))?;
+        let mut files = 0;
+        let mut declared_total: u64 = 0;
+        for index in 0..zip.len() {
+            // Raw: the entry's directory record, nothing inflated.
+            let entry = zip
+                .by_index_raw(index)
+                .map_err(|e| format!("entry {index} cannot be read: {e}"))?;
+            if entry.is_dir() {
+                continue;
+            }
+            files += 1;
+            if files > MAX_FILES {
+                return Err(format!(
+                    "the archive holds more than {MAX_FILES} files: at most {MAX_FILES} may be placed beside a program"
+                ));
+            }
+            let (name, declared, packed) = (entry.name(), entry.size(), entry.compressed_size());
+            declared_total = declared_total.saturating_add(declared);
+            if declared_total > MAX_FILES_BYTES as u64 {
+                return Err(format!(
+                    "the files declare more than {MAX_FILES_BYTES} bytes together (`{name}` alone {declared})"
+                ));
+            }
+            if declared > RATIO_CHECKED_FROM && declared / packed.max(1) > MAX_COMPRESSION_RATIO {
+                return Err(format!(
+                    "`{name}` inflates {declared} bytes from {packed}: more than {MAX_COMPRESSION_RATIO} times its compressed size is refused for files over {RATIO_CHECKED_FROM} bytes"
+                ));
+            }
+        }
+        Ok(CheckedArchive {
+            zip,
+            declared: declared_total,
+            files,
+        })
     }
-    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
-        .map_err(|e| format!("is not a zip archive: {e}"))?;
-    let mut files = 0;
-    let mut declared_total: u64 = 0;
-    for index in 0..zip.len() {
-        // Raw: the entry's directory record, nothing inflated.
-        let entry = zip
-            .by_index_raw(index)
-            .map_err(|e| format!("entry {index} cannot be read: {e}"))?;
-        if entry.is_dir() {
-            continue;
+
+    /// Each file inflated once, no further than the size it declares.
+    fn inflate(mut self) -> Result<ProgramFiles, String> {
+        use std::io::Read as _;
+        let mut inflated = Vec::with_capacity(self.files);
+        for index in 0..self.zip.len() {
+            let mut entry = self
+                .zip
+                .by_index(index)
+                .map_err(|e| format!("entry {index} cannot be read: {e}"))?;
+            if entry.is_dir() {
+                continue;
+            }
+            let name = entry.name().to_string();
+            let declared = entry.size();
+            let mut content = Vec::with_capacity(usize::try_from(declared).unwrap_or(0));
+            (&mut entry)
+                .take(declared.saturating_add(1))
+                .read_to_end(&mut content)
+                .map_err(|e| format!("`{name}` cannot be inflated: {e}"))?;
+            if content.len() as u64 > declared {
+                return Err(format!(
+                    "`{name}` inflates past the {declared} bytes it declares"
+                ));
+            }
+            inflated.push((name, ByteString(content)));
         }
-        files += 1;
-        if files > MAX_FILES {
-            return Err(format!(
-                "the archive holds more than {MAX_FILES} files: at most {MAX_FILES} may be placed beside a program"
-            ));
-        }
-        let (name, declared, packed) = (entry.name(), entry.size(), entry.compressed_size());
-        declared_total = declared_total.saturating_add(declared);
-        if declared_total > MAX_FILES_BYTES as u64 {
-            return Err(format!(
-                "the files declare more than {MAX_FILES_BYTES} bytes together (`{name}` alone {declared})"
-            ));
-        }
-        if declared > RATIO_CHECKED_FROM && declared / packed.max(1) > MAX_COMPRESSION_RATIO {
-            return Err(format!(
-                "`{name}` inflates {declared} bytes from {packed}: more than {MAX_COMPRESSION_RATIO} times its compressed size is refused for files over {RATIO_CHECKED_FROM} bytes"
-            ));
-        }
+        ProgramFiles::new(inflated).map_err(|invalid| invalid.to_string())
     }
-    let mut inflated = Vec::with_capacity(files);
-    for index in 0..zip.len() {
-        let mut entry = zip
-            .by_index(index)
-            .map_err(|e| format!("entry {index} cannot be read: {e}"))?;
-        if entry.is_dir() {
-            continue;
-        }
-        let name = entry.name().to_string();
-        let declared = entry.size();
-        let mut content = Vec::with_capacity(usize::try_from(declared).unwrap_or(0));
-        (&mut entry)
-            .take(declared.saturating_add(1))
-            .read_to_end(&mut content)
-            .map_err(|e| format!("`{name}` cannot be inflated: {e}"))?;
-        if content.len() as u64 > declared {
-            return Err(format!(
-                "`{name}` inflates past the {declared} bytes it declares"
-            ));
-        }
-        inflated.push((name, ByteString(content)));
-    }
-    ProgramFiles::new(inflated).map_err(|invalid| invalid.to_string())
 }
 
 /// The submission's own limits: `cpu_time_limit` (s) the CPU time of all
@@ -1002,15 +1038,14 @@ fn load(
 }
 
 /// Stores a new submission and runs it as `job`: in the background, or
-/// (when `wait`) before answering. Its token. Run in the background, it
-/// holds `body` (its request body's share of the memory budget) until it
-/// ends.
+/// (when `wait`) before answering. Its token. It holds `held` (its request
+/// body's and its files' shares of the memory budget) until it has run.
 async fn submit(
     state: &Arc<AppState>,
     request: StoredRequest,
     job: ProgramJob,
     wait: bool,
-    body: Option<BodyShare>,
+    held: Vec<BodyShare>,
 ) -> Result<String, ApiError> {
     if state.is_draining() {
         return Err(ApiError::draining());
@@ -1026,7 +1061,7 @@ async fn submit(
         let state = state.clone();
         let token = token.clone();
         async move {
-            let _body = body;
+            let _held = held;
             let result = match run(&state, &request, job).await {
                 Ok(result) => result,
                 // Checked before the submission was stored; a profile
@@ -1070,16 +1105,17 @@ async fn create(
         Ok(request) => request,
         Err(error) => return judge0_error(error),
     };
-    let files = match accept_files(&state, &mut request).await {
-        Ok(files) => files,
+    let body = body.map(|Extension(share)| share);
+    let (files, files_share) = match accept_files(&state, &mut request, body.as_ref()).await {
+        Ok(accepted) => accepted,
         Err(error) => return judge0_error(error),
     };
     let job = job_of(&request, files);
     if let Some(refusal) = check_input(&state, &request, &job) {
         return judge0_error(refusal);
     }
-    let body = body.map(|Extension(share)| share);
-    let token = match submit(&state, request, job, options.wait, body).await {
+    let held = body.into_iter().chain(files_share).collect();
+    let token = match submit(&state, request, job, options.wait, held).await {
         Ok(token) => token,
         Err(error) => return error.into_response(),
     };
@@ -1183,12 +1219,13 @@ async fn create_batch(
         let body = body.clone();
         async move {
             let mut request = accept(&state, request, options.base64)?;
-            let files = accept_files(&state, &mut request).await?;
+            let (files, files_share) = accept_files(&state, &mut request, body.as_ref()).await?;
             let job = job_of(&request, files);
             if let Some(refusal) = check_input(&state, &request, &job) {
                 return Err(refusal);
             }
-            submit(&state, request, job, options.wait, body).await
+            let held = body.into_iter().chain(files_share).collect();
+            submit(&state, request, job, options.wait, held).await
         }
     });
     let tokens = futures_util::future::join_all(items).await;
