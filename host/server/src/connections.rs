@@ -537,7 +537,7 @@ mod tests {
             let idle = std::thread::spawn(move || read_to_close(connect(address)));
             // A head a byte at a time, a byte every 300 ms: answered 408.
             let trickling = std::thread::spawn(move || {
-                let mut stream = connect(address);
+                let stream = connect(address);
                 let writer = stream.try_clone().unwrap();
                 let trickle = std::thread::spawn(move || {
                     let mut writer = writer;

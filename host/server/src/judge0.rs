@@ -515,11 +515,12 @@ async fn accept_files(
 /// their total within [`MAX_FILES_BYTES`], and no large entry compressed
 /// past [`MAX_COMPRESSION_RATIO`]. Then each entry is inflated once, and no
 /// further than the size it declares.
+#[cfg(test)]
 fn unzip_files(archive: &str) -> Result<ProgramFiles, String> {
     CheckedArchive::open(archive)?.inflate()
 }
 
-/// An archive whose directory passed the checks of [`unzip_files`], nothing
+/// An archive whose directory passed the checks described at `unzip_files`, nothing
 /// of it inflated yet.
 struct CheckedArchive {
     zip: zip::ZipArchive<std::io::Cursor<Vec<u8>>>,
