@@ -3,6 +3,7 @@
 //! the published SandboxFusion and verl clients from the venv that
 //! scripts/setup.sh fills).
 
+mod exposure;
 mod judge0;
 mod lifecycle;
 mod limits;

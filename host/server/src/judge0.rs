@@ -33,20 +33,22 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::Router;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use progscore_sandbox::{
-    ByteString, CapturedStream, MAX_FILES_BYTES, Outcome, PartialLimitsSpec, ProgramFiles,
+    ByteString, CapturedStream, MAX_FILES, MAX_FILES_BYTES, Outcome, PartialLimitsSpec,
+    ProgramFiles,
 };
 use progscore_scoring::store_call;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::body::JsonBody;
+use crate::body_limits::BodyShare;
 use crate::error::ApiError;
 use crate::execute::{
     Executed, JobError, LimitKey, LimitPart, LimitStage, OBSERVATION_HEADER, Part, ProgramJob,
@@ -389,16 +391,9 @@ fn accept(
             "is not supported: the profile's build command applies",
         );
     }
-    // Files beside the program: a base64 zip, as Judge0 takes them.
+    // Files beside the program: a base64 zip, as Judge0 takes them,
+    // unpacked once by `accept_files`.
     let additional_files = request.additional_files.filter(|f| !f.is_empty());
-    if let Some(archive) = &additional_files {
-        let files = unzip_files(archive).map_err(|why| unprocessable("additional_files", &why))?;
-        if let Some((served, _)) = state.served(&profile) {
-            files
-                .check_for(served)
-                .map_err(|invalid| unprocessable("additional_files", invalid.to_string()))?;
-        }
-    }
     if request
         .callback_url
         .as_deref()
@@ -457,41 +452,164 @@ fn accept(
     })
 }
 
+/// The most entries (files and folders) an `additional_files` archive may
+/// list: the files a program may bring, and as many folders.
+const MAX_ZIP_ENTRIES: usize = 2 * MAX_FILES;
+
+/// An entry that declares more than this must not inflate more than
+/// [`MAX_COMPRESSION_RATIO`] times its compressed size (smaller ones are
+/// bounded by their size alone).
+const RATIO_CHECKED_FROM: u64 = 1 << 20;
+
+/// How many times its compressed size an entry past
+/// [`RATIO_CHECKED_FROM`] may inflate to (text compresses 3-10x; a bomb
+/// hundreds of times).
+const MAX_COMPRESSION_RATIO: u64 = 100;
+
+/// The signature every central directory record (one per entry a reader
+/// lists) begins with.
+const CENTRAL_RECORD: &[u8; 4] = b"PK\x01\x02";
+
+/// The files of an accepted submission's `additional_files`, checked and
+/// then unpacked once, on blocking threads (not the server's async ones),
+/// and checked against its profile: 422 naming `additional_files` when
+/// refused. The archive stays with the stored request; the files go with
+/// the job, with their share of the body memory budget (taken by their
+/// declared size before they are inflated: 503 when it is spent).
+async fn accept_files(
+    state: &AppState,
+    request: &mut StoredRequest,
+    body: Option<&BodyShare>,
+) -> Result<(ProgramFiles, Option<BodyShare>), ApiError> {
+    let Some(archive) = request.additional_files.take() else {
+        return Ok((ProgramFiles::default(), None));
+    };
+    let blocking_failed = |e: tokio::task::JoinError| {
+        ApiError::internal(format!("unpacking additional_files failed: {e}"))
+    };
+    let (archive, checked) = tokio::task::spawn_blocking(move || {
+        let checked = CheckedArchive::open(&archive);
+        (archive, checked)
+    })
+    .await
+    .map_err(blocking_failed)?;
+    request.additional_files = Some(archive);
+    let checked = checked.map_err(|why| unprocessable("additional_files", why))?;
+    let share = body.map(|body| body.more(checked.declared)).transpose()?;
+    let files = tokio::task::spawn_blocking(move || checked.inflate())
+        .await
+        .map_err(blocking_failed)?
+        .map_err(|why| unprocessable("additional_files", why))?;
+    if let Some((served, _)) = state.served(&request.profile) {
+        files
+            .check_for(served)
+            .map_err(|invalid| unprocessable("additional_files", invalid.to_string()))?;
+    }
+    Ok((files, share))
+}
+
 /// The files of `additional_files` (a base64 zip archive; folders are
-/// implied by the files' paths), bounded as any program's files are: what
-/// is read stops at [`MAX_FILES_BYTES`] however the archive claims to
-/// inflate.
+/// implied by the files' paths). Before anything is inflated, the archive
+/// is checked from its directory: at most [`MAX_ZIP_ENTRIES`] entries
+/// (counted by their records' signatures before the directory is even
+/// parsed), at most [`MAX_FILES`] files, each entry's declared size and
+/// their total within [`MAX_FILES_BYTES`], and no large entry compressed
+/// past [`MAX_COMPRESSION_RATIO`]. Then each entry is inflated once, and no
+/// further than the size it declares.
+#[cfg(test)]
 fn unzip_files(archive: &str) -> Result<ProgramFiles, String> {
-    use std::io::Read as _;
-    let bytes = BASE64
-        .decode(archive.trim())
-        .map_err(|e| format!("is not valid base64: {e}"))?;
-    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
-        .map_err(|e| format!("is not a zip archive: {e}"))?;
-    let mut files = Vec::new();
-    let mut budget = MAX_FILES_BYTES as u64 + 1;
-    for index in 0..zip.len() {
-        let mut entry = zip
-            .by_index(index)
-            .map_err(|e| format!("entry {index} cannot be read: {e}"))?;
-        if entry.is_dir() {
-            continue;
-        }
-        let name = entry.name().to_string();
-        let mut content = Vec::new();
-        (&mut entry)
-            .take(budget)
-            .read_to_end(&mut content)
-            .map_err(|e| format!("`{name}` cannot be inflated: {e}"))?;
-        budget -= content.len() as u64;
-        if budget == 0 {
+    CheckedArchive::open(archive)?.inflate()
+}
+
+/// An archive whose directory passed the checks described at `unzip_files`, nothing
+/// of it inflated yet.
+struct CheckedArchive {
+    zip: zip::ZipArchive<std::io::Cursor<Vec<u8>>>,
+    /// Its files' declared sizes together.
+    declared: u64,
+    files: usize,
+}
+
+impl CheckedArchive {
+    fn open(archive: &str) -> Result<CheckedArchive, String> {
+        let bytes = BASE64
+            .decode(archive.trim())
+            .map_err(|e| format!("is not valid base64: {e}"))?;
+        let records = bytes
+            .windows(CENTRAL_RECORD.len())
+            .filter(|window| window == CENTRAL_RECORD)
+            .count();
+        if records > MAX_ZIP_ENTRIES {
             return Err(format!(
-                "the files hold more than {MAX_FILES_BYTES} bytes together"
+                "the archive lists {records} entries: at most {MAX_ZIP_ENTRIES} are read (at most {MAX_FILES} files beside a program, and their folders)"
             ));
         }
-        files.push((name, ByteString(content)));
+        let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+            .map_err(|e| format!("is not a zip archive: {e}"))?;
+        let mut files = 0;
+        let mut declared_total: u64 = 0;
+        for index in 0..zip.len() {
+            // Raw: the entry's directory record, nothing inflated.
+            let entry = zip
+                .by_index_raw(index)
+                .map_err(|e| format!("entry {index} cannot be read: {e}"))?;
+            if entry.is_dir() {
+                continue;
+            }
+            files += 1;
+            if files > MAX_FILES {
+                return Err(format!(
+                    "the archive holds more than {MAX_FILES} files: at most {MAX_FILES} may be placed beside a program"
+                ));
+            }
+            let (name, declared, packed) = (entry.name(), entry.size(), entry.compressed_size());
+            declared_total = declared_total.saturating_add(declared);
+            if declared_total > MAX_FILES_BYTES as u64 {
+                return Err(format!(
+                    "the files declare more than {MAX_FILES_BYTES} bytes together (`{name}` alone {declared})"
+                ));
+            }
+            if declared > RATIO_CHECKED_FROM && declared / packed.max(1) > MAX_COMPRESSION_RATIO {
+                return Err(format!(
+                    "`{name}` inflates {declared} bytes from {packed}: more than {MAX_COMPRESSION_RATIO} times its compressed size is refused for files over {RATIO_CHECKED_FROM} bytes"
+                ));
+            }
+        }
+        Ok(CheckedArchive {
+            zip,
+            declared: declared_total,
+            files,
+        })
     }
-    ProgramFiles::new(files).map_err(|invalid| invalid.to_string())
+
+    /// Each file inflated once, no further than the size it declares.
+    fn inflate(mut self) -> Result<ProgramFiles, String> {
+        use std::io::Read as _;
+        let mut inflated = Vec::with_capacity(self.files);
+        for index in 0..self.zip.len() {
+            let mut entry = self
+                .zip
+                .by_index(index)
+                .map_err(|e| format!("entry {index} cannot be read: {e}"))?;
+            if entry.is_dir() {
+                continue;
+            }
+            let name = entry.name().to_string();
+            let declared = entry.size();
+            let mut content = Vec::with_capacity(usize::try_from(declared).unwrap_or(0));
+            (&mut entry)
+                .take(declared.saturating_add(1))
+                .read_to_end(&mut content)
+                .map_err(|e| format!("`{name}` cannot be inflated: {e}"))?;
+            if content.len() as u64 > declared {
+                return Err(format!(
+                    "`{name}` inflates past the {declared} bytes it declares"
+                ));
+            }
+            inflated.push((name, ByteString(content)));
+        }
+        ProgramFiles::new(inflated).map_err(|invalid| invalid.to_string())
+    }
 }
 
 /// The submission's own limits: `cpu_time_limit` (s) the CPU time of all
@@ -583,8 +701,9 @@ fn served_language(state: &AppState, id: i64) -> Option<String> {
         .map(|(_, _, profile)| profile)
 }
 
-/// The job a stored request runs as.
-fn job_of(request: &StoredRequest) -> ProgramJob {
+/// The job a stored request runs as, with its files (unpacked once, when
+/// it was accepted).
+fn job_of(request: &StoredRequest, files: ProgramFiles) -> ProgramJob {
     let bytes = |text: &Option<String>| text.as_deref().and_then(decode);
     let args = request
         .command_line_arguments
@@ -601,15 +720,7 @@ fn job_of(request: &StoredRequest) -> ProgramJob {
         run: request.limits.clone(),
         compile: None,
     })
-    // Checked when the submission was accepted: the same bytes unzip the
-    // same way here.
-    .with_files(
-        request
-            .additional_files
-            .as_deref()
-            .and_then(|archive| unzip_files(archive).ok())
-            .unwrap_or_default(),
-    )
+    .with_files(files)
 }
 
 fn field_name(part: Part) -> String {
@@ -628,9 +739,12 @@ const OVERLOAD_PAUSE: std::time::Duration = std::time::Duration::from_millis(500
 
 /// Runs a stored request; what to store as its result. A request the
 /// sandbox could not be given (a field at fault) is `Err`.
-async fn run(state: &Arc<AppState>, request: &StoredRequest) -> Result<StoredResult, ApiError> {
+async fn run(
+    state: &Arc<AppState>,
+    request: &StoredRequest,
+    job: ProgramJob,
+) -> Result<StoredResult, ApiError> {
     let expected = request.expected_output.as_deref().and_then(decode);
-    let job = job_of(request);
     let mut outcome = execute(state, job.clone(), &field_name).await;
     // A submission is queued work: a busy profile delays it, it never
     // decides it. It stays "In Queue" until it gets a turn (or the server
@@ -989,12 +1103,15 @@ fn load(
     Ok(Some((rendered, observation)))
 }
 
-/// Stores a new submission and runs it: in the background, or (when
-/// `wait`) before answering. Its token.
+/// Stores a new submission and runs it as `job`: in the background, or
+/// (when `wait`) before answering. Its token. It holds `held` (its request
+/// body's and its files' shares of the memory budget) until it has run.
 async fn submit(
     state: &Arc<AppState>,
     request: StoredRequest,
+    job: ProgramJob,
     wait: bool,
+    held: Vec<BodyShare>,
 ) -> Result<String, ApiError> {
     if state.is_draining() {
         return Err(ApiError::draining());
@@ -1016,7 +1133,8 @@ async fn submit(
         let state = state.clone();
         let token = token.clone();
         async move {
-            let result = match run(&state, &request).await {
+            let _held = held;
+            let result = match run(&state, &request, job).await {
                 Ok(result) => result,
                 // Checked before the submission was stored; a profile
                 // limit the request breaks (an argument too long...).
@@ -1052,20 +1170,28 @@ async fn submit(
 async fn create(
     State(state): State<Arc<AppState>>,
     Query(query): Query<BTreeMap<String, String>>,
+    body: Option<Extension<BodyShare>>,
     JsonBody(request): JsonBody<SubmissionRequest>,
 ) -> Response {
     let options = match Options::parse(&query) {
         Ok(options) => options,
         Err(error) => return error.into_response(),
     };
-    let request = match accept(&state, request, options.base64) {
+    let mut request = match accept(&state, request, options.base64) {
         Ok(request) => request,
         Err(error) => return judge0_error(error),
     };
-    if let Some(refusal) = check_input(&state, &request) {
+    let body = body.map(|Extension(share)| share);
+    let (files, files_share) = match accept_files(&state, &mut request, body.as_ref()).await {
+        Ok(accepted) => accepted,
+        Err(error) => return judge0_error(error),
+    };
+    let job = job_of(&request, files);
+    if let Some(refusal) = check_input(&state, &request, &job) {
         return judge0_error(refusal);
     }
-    let token = match submit(&state, request, options.wait).await {
+    let held = body.into_iter().chain(files_share).collect();
+    let token = match submit(&state, request, job, options.wait, held).await {
         Ok(token) => token,
         Err(error) => return error.into_response(),
     };
@@ -1086,9 +1212,9 @@ async fn create(
 
 /// The served maxima and the profile's delivery limits, checked before a
 /// submission is stored, so a bad one gets a 4xx naming the field.
-fn check_input(state: &AppState, request: &StoredRequest) -> Option<ApiError> {
+fn check_input(state: &AppState, request: &StoredRequest, job: &ProgramJob) -> Option<ApiError> {
     let (profile, _) = state.served(&request.profile)?;
-    crate::execute::check_job(state.settings(), profile, &job_of(request), &field_name)
+    crate::execute::check_job(state.settings(), profile, job, &field_name)
         .err()
         .map(|error| {
             if error.status == StatusCode::BAD_REQUEST {
@@ -1141,6 +1267,7 @@ struct BatchRequest {
 async fn create_batch(
     State(state): State<Arc<AppState>>,
     Query(query): Query<BTreeMap<String, String>>,
+    body: Option<Extension<BodyShare>>,
     JsonBody(batch): JsonBody<BatchRequest>,
 ) -> Response {
     let options = match Options::parse(&query) {
@@ -1162,14 +1289,19 @@ async fn create_batch(
         .with_status(StatusCode::PAYLOAD_TOO_LARGE)
         .into_response();
     }
+    let body = body.map(|Extension(share)| share);
     let items = batch.submissions.into_iter().map(|request| {
         let state = state.clone();
+        let body = body.clone();
         async move {
-            let request = accept(&state, request, options.base64)?;
-            if let Some(refusal) = check_input(&state, &request) {
+            let mut request = accept(&state, request, options.base64)?;
+            let (files, files_share) = accept_files(&state, &mut request, body.as_ref()).await?;
+            let job = job_of(&request, files);
+            if let Some(refusal) = check_input(&state, &request, &job) {
                 return Err(refusal);
             }
-            submit(&state, request, options.wait).await
+            let held = body.into_iter().chain(files_share).collect();
+            submit(&state, request, job, options.wait, held).await
         }
     });
     let tokens = futures_util::future::join_all(items).await;
@@ -1389,5 +1521,136 @@ mod tests {
             Options::parse(&query(&[("fields", "*"), ("base64_encoded", "true")])).unwrap();
         assert!(options.base64);
         assert_eq!(options.fields.len(), ALL_FIELDS.len());
+    }
+}
+
+#[cfg(test)]
+mod zip_tests {
+    use std::io::Write as _;
+
+    use zip::write::SimpleFileOptions;
+
+    use super::*;
+
+    /// A zip of `entries` (name, bytes; a name ending in `/` a folder),
+    /// each deflated.
+    fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options =
+            SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        for (name, bytes) in entries {
+            if name.ends_with('/') {
+                writer.add_directory(*name, options).unwrap();
+            } else {
+                writer.start_file(*name, options).unwrap();
+                writer.write_all(bytes).unwrap();
+            }
+        }
+        writer.finish().unwrap().into_inner()
+    }
+
+    fn unzip(bytes: &[u8]) -> Result<ProgramFiles, String> {
+        unzip_files(&BASE64.encode(bytes))
+    }
+
+    /// `bytes` with every entry's compressed data overwritten: inflating
+    /// any of it fails, so a refusal that names something else was made
+    /// before inflating.
+    fn with_data_spoiled(mut bytes: Vec<u8>) -> Vec<u8> {
+        let mut offset = 0;
+        while let Some(found) = bytes[offset..].windows(4).position(|w| w == b"PK\x03\x04") {
+            let header = offset + found;
+            let name = u16::from_le_bytes([bytes[header + 26], bytes[header + 27]]) as usize;
+            let extra = u16::from_le_bytes([bytes[header + 28], bytes[header + 29]]) as usize;
+            let packed = u32::from_le_bytes(bytes[header + 18..header + 22].try_into().unwrap());
+            let data = header + 30 + name + extra;
+            for byte in &mut bytes[data..data + packed as usize] {
+                *byte = 0xff;
+            }
+            offset = data + packed as usize;
+        }
+        bytes
+    }
+
+    #[test]
+    fn files_and_folders_are_unpacked() {
+        let files = unzip(&zip_of(&[
+            ("data/", b""),
+            ("data/in.txt", b"1 2 3\n"),
+            ("square.h", b"int square(int);\n"),
+        ]))
+        .unwrap();
+        let unpacked: Vec<(&str, &[u8])> = files.iter().collect();
+        assert_eq!(
+            unpacked,
+            [
+                ("data/in.txt", &b"1 2 3\n"[..]),
+                ("square.h", &b"int square(int);\n"[..])
+            ]
+        );
+    }
+
+    #[test]
+    fn a_zip_of_many_empty_entries_is_refused_by_its_entry_count_before_it_is_parsed() {
+        let names: Vec<String> = (0..=MAX_ZIP_ENTRIES).map(|i| format!("e{i}")).collect();
+        let entries: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b""[..])).collect();
+        let refused = unzip(&zip_of(&entries)).unwrap_err();
+        assert!(
+            refused.contains(&format!("lists {} entries", MAX_ZIP_ENTRIES + 1)),
+            "{refused}"
+        );
+        // Counted before the directory is parsed: records alone, with no
+        // archive around them, are refused by their count.
+        let records = CENTRAL_RECORD.repeat(100_000);
+        let refused = unzip(&records).unwrap_err();
+        assert!(refused.contains("lists 100000 entries"), "{refused}");
+        // Within the entries but past the files a program may bring.
+        let names: Vec<String> = (0..=MAX_FILES).map(|i| format!("f{i}")).collect();
+        let entries: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b""[..])).collect();
+        let refused = unzip(&with_data_spoiled(zip_of(&entries))).unwrap_err();
+        assert!(
+            refused.contains(&format!("more than {MAX_FILES} files")),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn a_highly_compressed_entry_is_refused_by_its_declared_size_or_ratio_before_inflating() {
+        // 8 MiB of zeros in a few KiB: within the bytes, past the ratio.
+        let bomb = with_data_spoiled(zip_of(&[("zeros", &vec![0; 8 << 20])]));
+        let refused = unzip(&bomb).unwrap_err();
+        assert!(
+            refused.contains("`zeros` inflates 8388608 bytes from")
+                && refused.contains("more than 100 times"),
+            "{refused}"
+        );
+        // Past the bytes all files may hold, however well compressed (each
+        // small enough that its ratio is not asked).
+        let megabyte = vec![0; 1 << 20];
+        let names: Vec<String> = (0..17).map(|i| format!("m{i}")).collect();
+        let entries: Vec<(&str, &[u8])> = names
+            .iter()
+            .map(|n| (n.as_str(), megabyte.as_slice()))
+            .collect();
+        let refused = unzip(&with_data_spoiled(zip_of(&entries))).unwrap_err();
+        assert!(
+            refused.contains(&format!("declare more than {MAX_FILES_BYTES} bytes")),
+            "{refused}"
+        );
+        // A small entry is bounded by its size alone.
+        assert!(unzip(&zip_of(&[("zeros", &vec![0; 64 << 10])])).is_ok());
+    }
+
+    #[test]
+    fn an_entry_is_inflated_no_further_than_the_size_it_declares() {
+        let mut bytes = zip_of(&[("in.txt", b"a line longer than it claims\n")]);
+        // The directory says 5 bytes.
+        let record = bytes.windows(4).position(|w| w == CENTRAL_RECORD).unwrap();
+        bytes[record + 24..record + 28].copy_from_slice(&5u32.to_le_bytes());
+        let refused = unzip(&bytes).unwrap_err();
+        assert!(
+            refused.contains("`in.txt` inflates past the 5 bytes it declares"),
+            "{refused}"
+        );
     }
 }

@@ -15,7 +15,14 @@
 //!   at least one token (`Authorization: Bearer`, or Judge0's
 //!   `X-Auth-Token`), compared in constant time. `/healthz` and `/readyz`
 //!   need none: they say nothing but "up" and "ready".
-//! - No CORS headers: a browser page elsewhere cannot call it.
+//! - Only the operator's clients: a request must name this server in its
+//!   `Host` (DNS rebinding fails), a web page's request (`Origin`) is
+//!   refused unless its origin is configured, and JSON routes take JSON
+//!   only (a page can send `text/plain` or a form without asking)
+//!   ([`exposure`], [`body`]). CORS answers go to configured origins only.
+//! - Slow or many clients cannot hold the server: connections are capped,
+//!   idle ones and slow heads let go ([`connections`]), bodies have a
+//!   deadline and a memory budget over all requests ([`body_limits`]).
 //! - Logs name the request id, route, status and time, never a body.
 //! - A run belongs to the server, not to the connection: a client that
 //!   goes away cancels its run, whose cleanup still finishes (and a drain
@@ -23,11 +30,15 @@
 
 mod auth;
 mod body;
+mod body_limits;
 mod budget;
+mod connections;
 mod error;
 mod execute;
+mod exposure;
 mod gather;
 mod gatherings;
+mod hold;
 mod job;
 mod judge0;
 mod limits;
@@ -45,8 +56,8 @@ mod state;
 mod tests;
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
@@ -58,10 +69,6 @@ use tokio::net::TcpListener;
 pub use error::{ApiError, ServeError};
 pub use metrics::Metrics;
 pub use state::AppState;
-
-/// How long a client may take to send a request's body (slow senders hold
-/// a connection and memory, and block nobody else's work).
-const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A server built from a config: its session opened and every served
 /// profile's preflight passed.
@@ -108,7 +115,8 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         let state = self.state.clone();
-        let app = self.router();
+        // The Host check admits the address actually bound (port 0 asked).
+        let app = router_on(state.clone(), listener.local_addr()?);
         let stop = tokio_util::sync::CancellationToken::new();
         let draining = {
             let stop = stop.clone();
@@ -132,11 +140,7 @@ impl Server {
                 stop.clone(),
             ))
         });
-        let server = axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-        )
-        .with_graceful_shutdown({
+        let server = connections::serve(listener, state.settings().connections, app, {
             let stop = stop.clone();
             async move { stop.cancelled().await }
         });
@@ -170,10 +174,29 @@ impl Server {
     }
 }
 
-/// Every route, behind the request log, the token check and the body limit.
+/// Every route, behind the request log, the checks of who calls, the body
+/// deadline and limit, the token check and the body memory budget; the
+/// Host check admits `[serve] listen`.
 pub fn router(state: Arc<AppState>) -> Router {
-    let max_body = usize::try_from(state.settings().max_body).unwrap_or(usize::MAX);
-    Router::new()
+    let listen = state.settings().listen;
+    router_on(state, listen)
+}
+
+/// [`router`] for a server bound to `listen`.
+fn router_on(state: Arc<AppState>, listen: SocketAddr) -> Router {
+    use axum::middleware::{from_fn, from_fn_with_state};
+    let settings = state.settings();
+    let max_body = usize::try_from(settings.max_body).unwrap_or(usize::MAX);
+    let exposure = Arc::new(exposure::Exposure::new(settings, listen));
+    let budget = Arc::new(body_limits::BodyBudget::new(
+        settings.max_bodies_in_memory,
+        settings.max_body,
+    ));
+    // Layers run from the last added to the first: a request is marked on
+    // its connection, logged, checked for who sends it, then its body is
+    // bounded in time and size, its token checked, and its body's memory
+    // taken from the budget just before the route reads it.
+    let routes = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
@@ -186,18 +209,22 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(judge0::routes())
         .merge(piston::routes())
         .fallback(not_found)
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_token,
-        ))
+        .layer(from_fn_with_state(budget, body_limits::hold_body_share))
+        .layer(from_fn_with_state(state.clone(), auth::require_token))
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
-        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
-            BODY_READ_TIMEOUT,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            observe::log_request,
-        ))
+        .layer(from_fn_with_state(
+            settings.connections.body_timeout,
+            body_limits::body_deadline,
+        ));
+    // Outside the token check: a browser's preflight carries none.
+    let routes = match exposure::cors_for(settings) {
+        Some(cors) => routes.layer(cors),
+        None => routes,
+    };
+    routes
+        .layer(from_fn_with_state(exposure, exposure::admit_callers))
+        .layer(from_fn_with_state(state.clone(), observe::log_request))
+        .layer(from_fn(connections::mark_request))
         .with_state(state)
 }
 

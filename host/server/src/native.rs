@@ -39,7 +39,7 @@ use progscore_scoring::{
 };
 use serde::Deserialize;
 
-use crate::body::{JsonBody, RawBody};
+use crate::body::{JsonBody, JsonBytes, JsonLinesBody};
 use crate::error::ApiError;
 use crate::execute::{JobError, Part, ProgramJob, RequestLimits, execute};
 use crate::state::AppState;
@@ -94,7 +94,7 @@ async fn profiles(State(state): State<Arc<AppState>>) -> Json<serde_json::Value>
 async fn score(
     State(state): State<Arc<AppState>>,
     Query(options): Query<Options>,
-    RawBody(body): RawBody,
+    JsonBytes(body): JsonBytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let Batch { items, errors } = Batch::parse_sent(SENT, &body);
     if let Some(error) = errors.into_iter().next() {
@@ -122,7 +122,7 @@ async fn score(
 async fn batches(
     State(state): State<Arc<AppState>>,
     Query(options): Query<Options>,
-    RawBody(body): RawBody,
+    JsonLinesBody(body): JsonLinesBody,
 ) -> Result<Response, ApiError> {
     let Batch { items, errors } = Batch::parse_sent(SENT, &body);
     let max = state.settings().max_batch_items;
@@ -399,7 +399,7 @@ async fn replay(
 /// only; each answer says whether the verdict changed.
 async fn rescore(
     State(state): State<Arc<AppState>>,
-    RawBody(body): RawBody,
+    JsonLinesBody(body): JsonLinesBody,
 ) -> Result<Response, ApiError> {
     let Batch { items, errors } = Batch::parse_sent(SENT, &body);
     let max = state.settings().max_batch_items;

@@ -38,9 +38,13 @@ fn answer(description: &str, body: Value) -> Value {
 fn refusals() -> Value {
     json!({
         "400": answer("Malformed or mistyped: the field is named", schema("Error")),
+        "403": answer("A web page's request (Origin not in [serve] origins)", schema("Error")),
+        "408": answer("The body did not arrive within [serve] body_timeout", schema("Error")),
         "413": answer("Past a [serve] maximum: the field is named", schema("Error")),
+        "415": answer("The body was not sent as JSON (Content-Type)", schema("Error")),
+        "421": answer("The Host named is not this server ([serve] hosts)", schema("Error")),
         "429": answer("The profile's queue is full or the wait too long (Retry-After)", schema("Error")),
-        "503": answer("Draining, or the sandbox refused the run (Retry-After)", schema("Error"))
+        "503": answer("Draining, the sandbox refused the run, or the bodies held fill [serve] max_bodies_in_memory (Retry-After)", schema("Error"))
     })
 }
 

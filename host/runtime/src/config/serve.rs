@@ -70,7 +70,55 @@ pub struct ServeSettings {
     /// What the server prunes from its store, and how often (`retention`);
     /// `None`: nothing is removed.
     pub retention: Option<RetentionSettings>,
+    /// Names a request's `Host` may give besides the listen address
+    /// (`hosts`, lower case): `name` (any port) or `name:port`. A page
+    /// that rebinds its own DNS name to this server names itself, so it
+    /// is refused.
+    pub hosts: Vec<String>,
+    /// Browser origins (`scheme://host[:port]`, lower case) whose pages may
+    /// call the server (`origins`); a request carrying any other `Origin`
+    /// is refused. Empty: no page may.
+    pub origins: Vec<String>,
+    /// How slow clients are let go, and how many may be connected at once.
+    pub connections: ConnectionLimits,
+    /// The most bytes of request bodies held at once, over every request
+    /// waiting or in flight (`max_bodies_in_memory`); a request that would
+    /// pass it is answered 503 with `Retry-After` before its body is read.
+    pub max_bodies_in_memory: u64,
 }
+
+/// What a connection may take of the server's time and sockets (`[serve]
+/// header_timeout`, `idle_timeout`, `body_timeout`, `max_connections`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// From a request's first byte to the end of its head (`header_timeout`);
+    /// past it the client is answered 408 and the connection closed.
+    pub header_timeout: Duration,
+    /// How long a connection may stay open with no request on it
+    /// (`idle_timeout`): a new connection before its first byte, a kept-alive
+    /// one between requests. Past it the connection is closed.
+    pub idle_timeout: Duration,
+    /// From a request's head to the end of its body (`body_timeout`): past
+    /// it, 408 (a deadline for the whole body, however it trickles).
+    pub body_timeout: Duration,
+    /// Connections open at once (`max_connections`); one more is answered
+    /// 503 with `Retry-After` and closed at once.
+    pub max_connections: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(75),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 512,
+        }
+    }
+}
+
+/// How many of the largest bodies `max_bodies_in_memory` holds by default.
+pub const DEFAULT_BODIES_IN_MEMORY: u64 = 8;
 
 /// The most a request may ask for its program's own limits (`[serve]
 /// max_timeout`, `max_cpu_time`, `max_memory`, `max_pids`,
@@ -131,6 +179,10 @@ impl Default for ServeSettings {
             memory_budget: None,
             request_limits: RequestLimitMaxima::default(),
             retention: None,
+            hosts: Vec::new(),
+            origins: Vec::new(),
+            connections: ConnectionLimits::default(),
+            max_bodies_in_memory: DEFAULT_BODIES_IN_MEMORY * (32 << 20),
         }
     }
 }
@@ -167,6 +219,13 @@ pub(crate) struct ServeSection {
     max_pids: Option<u32>,
     max_compile_timeout: Option<String>,
     retention: Option<RetentionSection>,
+    hosts: Option<Vec<String>>,
+    origins: Option<Vec<String>>,
+    header_timeout: Option<String>,
+    idle_timeout: Option<String>,
+    body_timeout: Option<String>,
+    max_connections: Option<usize>,
+    max_bodies_in_memory: Option<String>,
 }
 
 /// Checks the `[serve]` table of the config text `text` (from the file
@@ -294,6 +353,28 @@ pub(crate) fn parse_serve(
         }
         *target = bytes;
     }
+    settings.max_bodies_in_memory = DEFAULT_BODIES_IN_MEMORY.saturating_mul(settings.max_body);
+    if let Some(value) = &section.max_bodies_in_memory {
+        let bytes = value
+            .parse::<bytesize::ByteSize>()
+            .map_err(|e| {
+                refuse(
+                    "max_bodies_in_memory",
+                    format!("{value:?} is not a size ({e}); e.g. \"256MiB\""),
+                )
+            })?
+            .as_u64();
+        if bytes < settings.max_body {
+            return Err(refuse(
+                "max_bodies_in_memory",
+                format!(
+                    "{value:?} is smaller than max_body ({} bytes): a request of max_body could never be read",
+                    settings.max_body
+                ),
+            ));
+        }
+        settings.max_bodies_in_memory = bytes;
+    }
     if settings.max_code > settings.max_body || settings.max_stdin > settings.max_body {
         return Err(refuse(
             "max_body",
@@ -303,12 +384,49 @@ pub(crate) fn parse_serve(
             ),
         ));
     }
+    let connections = &mut settings.connections;
     for (field, value, target) in [
         ("queue_wait", &section.queue_wait, &mut settings.queue_wait),
         ("drain", &section.drain, &mut settings.drain),
+        (
+            "header_timeout",
+            &section.header_timeout,
+            &mut connections.header_timeout,
+        ),
+        (
+            "idle_timeout",
+            &section.idle_timeout,
+            &mut connections.idle_timeout,
+        ),
+        (
+            "body_timeout",
+            &section.body_timeout,
+            &mut connections.body_timeout,
+        ),
     ] {
         let Some(value) = value else { continue };
         *target = bounded_duration(shown, text, "serve", field, value, MAX_SERVE_WAIT)?;
+    }
+    if let Some(max) = section.max_connections {
+        if max == 0 {
+            return Err(refuse(
+                "max_connections",
+                "max_connections = 0: give at least 1".into(),
+            ));
+        }
+        connections.max_connections = max;
+    }
+    if let Some(hosts) = section.hosts {
+        settings.hosts = hosts
+            .iter()
+            .map(|host| checked_host(host).map_err(|why| refuse("hosts", why)))
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(origins) = section.origins {
+        settings.origins = origins
+            .iter()
+            .map(|origin| checked_origin(origin).map_err(|why| refuse("origins", why)))
+            .collect::<Result<_, _>>()?;
     }
     if let Some(fresh) = section.fresh {
         settings.fresh = fresh;
@@ -374,6 +492,74 @@ pub(crate) fn parse_serve(
         settings.retention = Some(parse_retention(retention, refuse)?);
     }
     Ok(settings)
+}
+
+/// A `Host` header's value (or a `hosts` entry) as its name and port:
+/// `name`, `name:port`, `[v6]`, `[v6]:port`; `None` when it is none of them.
+/// The name keeps its brackets and case.
+pub fn split_host(host: &str) -> Option<(&str, Option<u16>)> {
+    let (name, port) = if host.starts_with('[') {
+        let end = host.find(']')? + 1;
+        let (name, rest) = host.split_at(end);
+        match rest {
+            "" => (name, None),
+            rest => (name, Some(rest.strip_prefix(':')?)),
+        }
+    } else {
+        match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        }
+    };
+    let port = match port {
+        Some(port) => Some(port.parse::<u16>().ok()?),
+        None => None,
+    };
+    let bracketed = name.len() > 2 && name.starts_with('[') && name.ends_with(']');
+    let plain = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_');
+    (bracketed || plain).then_some((name, port))
+}
+
+/// A `hosts` entry in lower case without a trailing dot, or why it is not
+/// one: a DNS name or an address, with an optional port, as a `Host`
+/// header carries it.
+fn checked_host(host: &str) -> Result<String, String> {
+    let lower = host.to_ascii_lowercase();
+    match split_host(&lower) {
+        Some((name, port)) => {
+            let name = name.trim_end_matches('.');
+            Ok(match port {
+                Some(port) => format!("{name}:{port}"),
+                None => name.to_string(),
+            })
+        }
+        None => Err(format!(
+            "{host:?} is not a host name as a Host header gives it: write \"sandbox.internal\" (any port) or \"sandbox.internal:8080\", without a scheme or a path"
+        )),
+    }
+}
+
+/// An `origins` entry in lower case (`scheme://host[:port]`, as a
+/// browser's `Origin` header gives it), or why it is not one.
+fn checked_origin(origin: &str) -> Result<String, String> {
+    let lower = origin.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("http://")
+        .or_else(|| lower.strip_prefix("https://"));
+    match rest {
+        Some(rest) if !rest.is_empty() && !rest.contains('/') && checked_host(rest).is_ok() => {
+            Ok(lower)
+        }
+        _ if lower == "null" => {
+            Err("\"null\" is the origin of any sandboxed page or file: it cannot be trusted".into())
+        }
+        _ => Err(format!(
+            "{origin:?} is not an origin as a browser sends it: write \"https://tools.example.org\" or \"http://localhost:3000\" (a scheme, a host, a port; no path, no trailing slash)"
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -485,6 +671,59 @@ mod tests {
     }
 
     #[test]
+    fn who_may_call_and_how_slow_clients_are_let_go_are_read_with_defaults() {
+        let defaults = ServeSettings::default();
+        assert!(defaults.hosts.is_empty() && defaults.origins.is_empty());
+        assert_eq!(defaults.connections.header_timeout, Duration::from_secs(10));
+        assert_eq!(defaults.connections.idle_timeout, Duration::from_secs(75));
+        assert_eq!(defaults.connections.body_timeout, Duration::from_secs(30));
+        assert_eq!(defaults.connections.max_connections, 512);
+        assert_eq!(defaults.max_bodies_in_memory, 256 << 20);
+        let text = format!(
+            "{PROFILE}\n[serve]\nhosts = [\"Sandbox.Internal.\", \"judge:9000\", \"[fd00::1]:8080\"]\norigins = [\"https://Tools.example.org\", \"http://localhost:3000\"]\nheader_timeout = \"2s\"\nidle_timeout = \"3s\"\nbody_timeout = \"4s\"\nmax_connections = 8\nmax_body = \"16MiB\"\n"
+        );
+        let serve = Config::parse(Path::new("c.toml"), &text).unwrap().serve;
+        assert_eq!(
+            serve.hosts,
+            ["sandbox.internal", "judge:9000", "[fd00::1]:8080"]
+        );
+        assert_eq!(
+            serve.origins,
+            ["https://tools.example.org", "http://localhost:3000"]
+        );
+        assert_eq!(
+            serve.connections,
+            ConnectionLimits {
+                header_timeout: Duration::from_secs(2),
+                idle_timeout: Duration::from_secs(3),
+                body_timeout: Duration::from_secs(4),
+                max_connections: 8,
+            }
+        );
+        // Eight of the largest bodies unless told.
+        assert_eq!(serve.max_bodies_in_memory, 128 << 20);
+        let text = format!("{PROFILE}\n[serve]\nmax_bodies_in_memory = \"64MiB\"\n");
+        let serve = Config::parse(Path::new("c.toml"), &text).unwrap().serve;
+        assert_eq!(serve.max_bodies_in_memory, 64 << 20);
+    }
+
+    #[test]
+    fn host_headers_split_into_name_and_port() {
+        assert_eq!(
+            split_host("localhost:8080"),
+            Some(("localhost", Some(8080)))
+        );
+        assert_eq!(split_host("example.org"), Some(("example.org", None)));
+        assert_eq!(split_host("[::1]:80"), Some(("[::1]", Some(80))));
+        assert_eq!(split_host("[::1]"), Some(("[::1]", None)));
+        for bad in [
+            "", ":80", "a:b", "a:99999", "[::1", "[::1]x", "a b", "http://a", "a/b", "[]",
+        ] {
+            assert_eq!(split_host(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
     fn bad_serve_values_name_the_file_line_and_field() {
         let cases = [
             (
@@ -518,6 +757,30 @@ mod tests {
             (
                 "max_body = \"1KiB\"",
                 "c.toml:7: serve.max_body: max_body (1024 bytes) is smaller",
+            ),
+            (
+                "hosts = [\"http://evil.example\"]",
+                "c.toml:7: serve.hosts: \"http://evil.example\" is not a host name",
+            ),
+            (
+                "origins = [\"https://tools.example.org/\"]",
+                "c.toml:7: serve.origins: \"https://tools.example.org/\" is not an origin",
+            ),
+            (
+                "origins = [\"null\"]",
+                "c.toml:7: serve.origins: \"null\" is the origin of any sandboxed page",
+            ),
+            (
+                "header_timeout = \"0s\"",
+                "c.toml:7: serve.header_timeout = \"0s\": must be between 1s and 1h",
+            ),
+            (
+                "max_connections = 0",
+                "c.toml:7: serve.max_connections: max_connections = 0",
+            ),
+            (
+                "max_bodies_in_memory = \"1MiB\"",
+                "c.toml:7: serve.max_bodies_in_memory: \"1MiB\" is smaller than max_body",
             ),
         ];
         for (line, expected) in cases {
