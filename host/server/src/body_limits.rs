@@ -141,6 +141,10 @@ pub(crate) async fn hold_body_share(
             request.extensions_mut().insert(share.clone());
             hold_until_sent(next.run(request).await, share)
         }
+        // SandboxFusion's clients (verl) retry a 504 only.
+        None if request.uri().path() == crate::sandbox_fusion::ROUTE => {
+            crate::sandbox_fusion::retried_refusal(budget.spent().message)
+        }
         None => budget.spent().into_response(),
     }
 }
