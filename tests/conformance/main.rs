@@ -427,16 +427,16 @@ async fn a_compile_past_its_limits_is_a_compile_error(kind: Kind) {
     let run = run_compiled(kind, &hog, &[Invocation::default()])
         .await
         .unwrap();
-    assert_eq!(
-        run.compile.as_ref().unwrap().event.outcome,
-        Outcome::MemoryLimit
-    );
-    assert_eq!(
-        run.events[0].outcome,
-        Outcome::CompileError {
-            reason: "the compile exceeded its memory limit".into()
-        }
-    );
+    let compile = &run.compile.as_ref().unwrap().event.outcome;
+    assert_memory_limit(kind, compile, &run);
+    if kind != Kind::RuncOverTls {
+        assert_eq!(
+            run.events[0].outcome,
+            Outcome::CompileError {
+                reason: "the compile exceeded its memory limit".into()
+            }
+        );
+    }
 }
 
 async fn exit_codes_and_uncaught_exceptions(kind: Kind) {
@@ -524,14 +524,26 @@ async fn not_root_and_no_host_paths(kind: Kind) {
     }
 }
 
+/// The outcome of a program killed at its memory limit. An engine reached
+/// over TLS is elsewhere as far as progscore knows: its cgroups cannot be
+/// read, so its OOM report cannot tell the program's own limit from the
+/// host's OOM killer, and the kill proves nothing (a sandbox error saying
+/// so, never a wrong `memory_limit`).
+fn assert_memory_limit(kind: Kind, outcome: &Outcome, run: &ProgramRun) {
+    if kind == Kind::RuncOverTls {
+        assert!(
+            matches!(outcome, Outcome::SandboxError { message } if message.contains("cannot be read here")),
+            "{kind:?}: {run:?}"
+        );
+    } else {
+        assert_eq!(*outcome, Outcome::MemoryLimit, "{kind:?}: {run:?}");
+    }
+}
+
 async fn memory_hog_is_a_memory_limit(kind: Kind) {
     let program = "blocks = []\nwhile True:\n    blocks.append(bytearray(8 * 1024 * 1024))\n";
     let run = run(kind, program, Invocation::default()).await;
-    assert_eq!(
-        run.events[0].outcome,
-        Outcome::MemoryLimit,
-        "{kind:?}: {run:?}"
-    );
+    assert_memory_limit(kind, &run.events[0].outcome, &run);
     // The sandbox survives it: the next program runs.
     let next = run_all(kind, "print(9)\n", &[Invocation::default()]).await;
     assert_eq!(out(&next), "9\n");
@@ -551,7 +563,7 @@ async fn a_memory_error_is_the_programs_own(kind: Kind) {
             "a catchable MemoryError",
             "the kernel overcommits, so touching the memory is a memory_limit kill",
         );
-        assert_eq!(run.events[0].outcome, Outcome::MemoryLimit, "{run:?}");
+        assert_memory_limit(kind, &run.events[0].outcome, &run);
     }
 }
 
@@ -951,13 +963,17 @@ async fn a_programs_own_limits_apply_and_nothing_else_may_change(kind: Kind) {
     if kind.is_wasi() {
         assert_eq!(out(&run), "caught\n", "{kind:?}: {run:?}");
     } else {
-        assert_eq!(
-            run.events[0].outcome,
-            Outcome::MemoryLimit,
+        assert_memory_limit(kind, &run.events[0].outcome, &run);
+    }
+    if kind == Kind::RuncOverTls {
+        // After a case that proved nothing, the rest are not run.
+        assert!(
+            matches!(run.events[1].outcome, Outcome::NotRun { .. }),
             "{kind:?}: {run:?}"
         );
+    } else {
+        assert_wall_timeout(kind, &run.events[1].outcome, &run);
     }
-    assert_wall_timeout(kind, &run.events[1].outcome, &run);
 
     let mut other = variant.clone();
     other.command.push("-u".into());

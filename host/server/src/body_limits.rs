@@ -141,10 +141,22 @@ pub(crate) async fn hold_body_share(
             request.extensions_mut().insert(share.clone());
             hold_until_sent(next.run(request).await, share)
         }
-        // SandboxFusion's clients (verl) retry a 504 only.
-        None if request.uri().path() == crate::sandbox_fusion::ROUTE => {
-            crate::sandbox_fusion::retried_refusal(budget.spent().message)
-        }
+        // SandboxFusion's clients (verl) retry a 504 only: its shape, with
+        // a status that says nothing of the program. (Written here, not
+        // through the dialect's module, which reads its bodies through this
+        // one.)
+        None if request.uri().path() == "/run_code" => (
+            StatusCode::GATEWAY_TIMEOUT,
+            axum::Json(serde_json::json!({
+                "status": "SandboxError",
+                "message": budget.spent().message,
+                "compile_result": null,
+                "run_result": null,
+                "executor_pod_name": null,
+                "files": {},
+            })),
+        )
+            .into_response(),
         None => budget.spent().into_response(),
     }
 }

@@ -57,12 +57,9 @@ use crate::execute::{
 };
 use crate::state::AppState;
 
-/// The route verl and the SDK post to.
-pub(crate) const ROUTE: &str = "/run_code";
-
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
-        .route(ROUTE, post(run_code))
+        .route("/run_code", post(run_code))
         .route("/v1/ping", get(ping))
 }
 
@@ -218,12 +215,6 @@ async fn run_code(
             "progscore failed: {message}"
         ))),
     }
-}
-
-/// A refusal before the request was read (the server's memory for bodies
-/// is spent), in the form its clients retry.
-pub(crate) fn retried_refusal(message: String) -> Response {
-    retried(RunCodeResponse::sandbox_error(message))
 }
 
 /// An answer that says nothing of the program, in the form its clients

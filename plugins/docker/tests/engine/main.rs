@@ -291,7 +291,11 @@ on_both_runtimes! {
         assert_eq!(exit_code(&run, 0), 0, "{run:?}");
         let usage = run.events[0].usage.clone().expect("usage measured");
         let cpu = usage.cpu_ms.expect("cpu time");
-        assert!((350..5000).contains(&cpu), "cpu {cpu} ms");
+        // gVisor's guest clock (what the program spins on) is the sentry's
+        // estimate; on a busy host it runs ahead of the CPU the cgroup
+        // charged (318 ms measured for 400 ms of guest time under load).
+        let least = if name == GVISOR { 200 } else { 350 };
+        assert!((least..5000).contains(&cpu), "cpu {cpu} ms");
         let peak = usage.peak_memory_bytes.expect("peak memory");
         assert!(peak >= 64 * 1024 * 1024, "peak {peak}");
         // The invocation's own cgroups are gone with it.
