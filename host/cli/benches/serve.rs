@@ -12,6 +12,11 @@
 //!    the program (their response has a `compile_result` and the evidence
 //!    `ran`).
 //!
+//! 3. Before and after: with `PROGSCORE_BENCH_BASELINE` naming another
+//!    `progscore` binary (an earlier build), the same `/run_code` rounds
+//!    through a server of each, back to back, with the ratio of programs
+//!    per second (this build / the baseline) at 4, 16 and 64 in flight.
+//!
 //! `cargo bench -p progscore --bench serve` (after scripts/setup.sh).
 //! PROGSCORE_BENCH_PROGRAMS sets the programs per run (default 64).
 
@@ -77,12 +82,74 @@ fn main() {
         );
     }
 
+    if let Some(baseline) = std::env::var_os("PROGSCORE_BENCH_BASELINE") {
+        before_and_after(
+            &served,
+            std::path::Path::new(&baseline),
+            &text,
+            count,
+            nonce,
+        );
+    }
+
     let (requests, builds) = builds_per_request(&served, &nonce.to_string());
     println!(
         "C++: one program, {requests} tests as {requests} requests: {builds} build(s), {:.2} requests per build",
         requests as f64 / builds.max(1) as f64
     );
     let (code, log) = served.terminate();
+    assert_eq!(code, Some(0), "{log}");
+}
+
+/// The same `/run_code` rounds through this build's server and through
+/// one of `baseline` (its own folder and store), back to back per round.
+fn before_and_after(
+    served: &Served,
+    baseline: &std::path::Path,
+    config_text: &str,
+    count: usize,
+    nonce: u128,
+) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("progscore.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "{}\n[serve]\nprofiles = [\"python\", \"cpp\"]\nqueue = 4096\nqueue_wait = \"600s\"\n",
+            progscore_test_kit::replace_required(
+                config_text,
+                "path = \"bench-serve.db\"",
+                "path = \"bench-serve-baseline.db\""
+            )
+        ),
+    )
+    .expect("config");
+    let mut command = Command::new(baseline);
+    command
+        .current_dir(dir.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--listen", "127.0.0.1:0"]);
+    let before = Served::spawn(command)
+        .unwrap_or_else(|(code, log)| panic!("the baseline serve exited with {code:?}:\n{log}"));
+    println!(
+        "/run_code, this build vs {} ({count} programs)",
+        baseline.display()
+    );
+    println!(
+        "  {:<10} {:>13} {:>13} {:>7}",
+        "in flight", "after prog/s", "before prog/s", "ratio"
+    );
+    for (round, in_flight) in [4usize, 16, 64].into_iter().enumerate() {
+        let (before_wall, _) = serve_round(&before, count, in_flight, &format!("{nonce}-b{round}"));
+        let (after_wall, _) = serve_round(served, count, in_flight, &format!("{nonce}-a{round}"));
+        let (after, before) = (rate(count, after_wall), rate(count, before_wall));
+        println!(
+            "  {in_flight:<10} {after:>13.2} {before:>13.2} {:>6.3}x",
+            after / before
+        );
+    }
+    let (code, log) = before.terminate();
     assert_eq!(code, Some(0), "{log}");
 }
 

@@ -105,8 +105,17 @@ impl Drop for CancelOnDrop {
         }
         self.token.cancel();
         // recv returns Err(Disconnected) when the task drops its signal.
-        if let Err(mpsc::RecvTimeoutError::Timeout) = self.finished.recv_timeout(self.cleanup_bound)
-        {
+        let wait = || self.finished.recv_timeout(self.cleanup_bound);
+        // Dropped on a worker of a multi-threaded runtime (a server whose
+        // client went away): the worker's other tasks move to another
+        // thread while this waits, so a cleanup never holds them up.
+        let waited = match tokio::runtime::Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait)
+            }
+            _ => wait(),
+        };
+        if let Err(mpsc::RecvTimeoutError::Timeout) = waited {
             tracing::error!(
                 "a cancelled sandbox call did not finish its cleanup within {:?}",
                 self.cleanup_bound
