@@ -149,15 +149,15 @@ fn requests_under_other_limits_never_share_a_gathered_run() {
         let answer = reply.json();
         assert_eq!(answer["status"], "Success", "{answer}");
         assert_eq!(answer["run_result"]["stdout"], format!("{}\n", n * n));
-        runs.entry(reply.header("x-progscore-observation").unwrap().into())
-            .or_default()
-            .push((
-                n,
-                format!(
-                    "{run_timeout}:{}",
-                    reply.header("x-progscore-evidence").unwrap()
-                ),
-            ));
+        // Grouped by the build each request's own observation used.
+        let build = crate::build_of(&served, reply.header("x-progscore-observation").unwrap());
+        runs.entry(build).or_default().push((
+            n,
+            format!(
+                "{run_timeout}:{}",
+                reply.header("x-progscore-evidence").unwrap()
+            ),
+        ));
     }
     // Two runs, one per limit, each led by one request and joined by the other.
     assert_eq!(runs.len(), 2, "{runs:?}");

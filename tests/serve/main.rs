@@ -30,6 +30,22 @@ pub fn serving_dir(extra_serve: &str) -> Dir {
     dir
 }
 
+/// The build a served observation's run used: its compile event, as JSON
+/// (the same text for every request of one gathered build, since each
+/// request's own observation carries the build it shared).
+pub fn build_of(served: &Served, observation: &str) -> String {
+    let stored = served
+        .request("GET", &format!("/v1/observations/{observation}"), &[], b"")
+        .json();
+    assert_eq!(
+        stored["run"]["events"].as_array().map(Vec::len),
+        Some(1),
+        "a request's own observation holds its own case only: {stored}"
+    );
+    assert!(stored["run"]["compile"].is_object(), "{stored}");
+    stored["run"]["compile"].to_string()
+}
+
 /// Where scripts/setup.sh installed the published clients (the
 /// SandboxFusion and Judge0 SDKs, verl's module).
 pub fn clients_dir() -> std::path::PathBuf {
