@@ -2,7 +2,7 @@
 no programs) and two worker nodes, each its own raylet. What a user of a
 cluster would notice: programs on both nodes with every verdict right, a
 rerun that reuses the evidence, a node killed mid-batch, containers killed
-or removed from outside, a driver stopped by SIGTERM, two drivers at once under one cap, a node that cannot run a
+or removed from outside, a driver stopped by SIGTERM or killed outright, two drivers at once under one cap, a node that cannot run a
 profile."""
 
 from __future__ import annotations
@@ -286,6 +286,54 @@ def test_sigterm_of_the_driver_cancels_every_run_and_leaves_nothing_on_any_node(
     assert len(runs) >= len(finished)
     for run in runs:
         assert [(e["outcome"], e.get("exit_code"), e["stdout"]["data"]) for e in run["events"]] == [("exited", 0, "ok\n")], run
+
+
+def test_a_driver_killed_outright_leaves_no_runtime_once_its_runs_have_ended(
+    cluster: tuple[Cluster, list[Any]], config: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    head, _ = cluster
+    batch = tmp_path / "sleepers.jsonl"
+    with batch.open("w") as lines:
+        for index in range(6):
+            item = sleeper(200 + index, 3.0)
+            entry = {"id": item.item_id, "program": item.scorable.value, "expectation": json.loads(item.expectation._json())}
+            lines.write(json.dumps(entry) + "\n")
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "progscore.ray", "score", str(batch), "--address", head.address, "--config", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        while True:
+            assert driver.poll() is None, driver.communicate()
+            stats = asyncio.run(_stats_when_started(driver))
+            owners = [s.docker_owner for s in stats]
+            if len(stats) == 2 and all(owner and containers(owner, "status=running") for owner in owners):
+                break
+        driver.kill()
+        driver.wait()
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    # Nobody detaches, nobody runs `stop`: the runtimes see their driver's
+    # job dead and end by themselves, after its runs.
+    asyncio.run(runtimes_gone())
+    logs = pathlib.Path(ray._private.worker._global_node.get_session_dir_path()) / "logs"
+    ended: dict[str, str] = {}
+    for log in logs.glob("worker-*.out"):
+        for line in log.read_text(errors="replace").splitlines():
+            if "progscore.ray runtime on node " in line and ": ended: " in line:
+                node = line.split("progscore.ray runtime on node ")[1].split(":")[0]
+                ended[node] = line
+    assert len(ended) == 2, ended
+    for before in stats:
+        line = ended[before.node_id[:12]]
+        assert "no live driver holds it" in line, line
+        # Every run in flight when the driver died was served to its end.
+        served = int(line.split("served ")[1].split(",")[0])
+        assert "running 0" in line and served >= before.served + before.running, (line, before)
+        assert before.docker_owner is not None and containers(before.docker_owner) == []
 
 
 async def _stats_when_started(driver: subprocess.Popen[str] | None = None) -> list[NodeStats]:

@@ -80,9 +80,36 @@ _LOST = (
 )
 
 
+# How often a node's runtime asks the cluster which of its drivers are
+# still alive (a driver killed outright cannot detach).
+_LIVENESS_PERIOD_S = 1.0
+
+
+def _dead_jobs() -> set[str]:
+    """The ids (hex) of the cluster's jobs whose driver is gone, as the GCS
+    records them: a driver's job is marked dead when its process ends,
+    however it ends (SIGKILL included). Ray has no public call for this
+    without the dashboard; its state module's job table is what
+    ``ray list jobs`` reads."""
+    from ray._private import state
+
+    return {str(job["JobID"]) for job in state.jobs() if job.get("IsDead")}  # type: ignore[no-untyped-call]
+
+
+class _DriverGone(Exception):
+    """This runtime is ending (no driver holds it): the caller places a new one."""
+
+
 class _NodeRuntime:
     """progscore's runtime on one node (a Ray actor): answers the driver's
-    requests from this node's own backends."""
+    requests from this node's own backends.
+
+    It lives while a live driver holds it: drivers attach by their job and
+    detach when they end; a driver killed outright cannot detach, so the
+    runtime also asks the cluster, every second, which of its drivers' jobs
+    are dead and drops them. With no driver left and nothing running, it
+    ends (never by cutting short a run in flight: a dead driver's runs end
+    first, within their limits)."""
 
     def __init__(self, config_path: str, capacity: int) -> None:
         # A node may keep its config elsewhere (NODE_CONFIG_ENV in the
@@ -93,20 +120,63 @@ class _NodeRuntime:
         self._running = 0
         self._peak = 0
         self._served = 0
-        self._drivers = 0
+        # Per driver's job: how many of its scorers are attached.
+        self._drivers: dict[str, int] = {}
+        self._ending = False
+        self._watcher: Optional[asyncio.Task[None]] = None
 
-    def attach(self) -> dict[str, Any]:
-        """A driver starts using this runtime; its figures."""
-        self._drivers += 1
+    async def attach(self, job_id: str) -> dict[str, Any]:
+        """A driver (by its job) starts using this runtime; its figures."""
+        if self._ending:
+            raise _DriverGone("this runtime is ending; place a new one")
+        self._drivers[job_id] = self._drivers.get(job_id, 0) + 1
+        if self._watcher is None:
+            self._watcher = asyncio.get_running_loop().create_task(self._watch_drivers())
         return self._figures()
 
-    async def detach(self) -> None:
+    async def detach(self, job_id: str) -> None:
         """A driver is done with this runtime. The last one ends it: nothing
         of progscore stays on the node between batches (a driver that
         attaches meanwhile places a new one)."""
-        self._drivers -= 1
-        if self._drivers <= 0 and self._running == 0:
+        left = self._drivers.get(job_id, 0) - 1
+        if left > 0:
+            self._drivers[job_id] = left
+        else:
+            self._drivers.pop(job_id, None)
+        if self._idle():
+            self._end("its last driver detached")
             ray.actor.exit_actor()  # type: ignore[no-untyped-call]
+
+    def _idle(self) -> bool:
+        return not self._drivers and self._running == 0
+
+    def _end(self, why: str) -> None:
+        """Refuses new drivers from now on, and says why it ends (in the
+        node's worker log)."""
+        self._ending = True
+        print(
+            f"progscore.ray runtime on node {ray.get_runtime_context().get_node_id()[:12]}: ended: {why}; "
+            f"served {self._served}, running {self._running}",
+            flush=True,
+        )
+
+    async def _watch_drivers(self) -> None:
+        while not self._ending:
+            await asyncio.sleep(_LIVENESS_PERIOD_S)
+            try:
+                dead = await asyncio.to_thread(_dead_jobs)
+            except Exception as error:  # noqa: BLE001 - the GCS is away: ask again
+                print(f"progscore.ray runtime: cannot read the cluster's jobs: {error}", flush=True)
+                continue
+            gone = [job for job in self._drivers if job in dead]
+            for job in gone:
+                del self._drivers[job]
+            if gone:
+                print(f"progscore.ray runtime: driver job(s) {', '.join(sorted(gone))} gone without detaching", flush=True)
+            if self._idle() and not self._ending:
+                self._end("no live driver holds it")
+                ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+                return
 
     async def serve(self, request_json: str) -> str:
         self._running += 1
@@ -134,7 +204,7 @@ class _NodeRuntime:
             "config": self._config_path,
             "docker_owner": self._client.docker_owner(),
             "docker_workspaces": self._client.docker_workspaces(),
-            "drivers": self._drivers,
+            "drivers": sum(self._drivers.values()),
         }
 
 
@@ -185,11 +255,14 @@ class _Cluster:
         self._node_resource = node_resource
         self.nodes: list[_Node] = []
         self._preflights: dict[str, asyncio.Future[str]] = {}
+        # This driver's job: what the runtimes hold on to while it lives.
+        self._job_id = ""
 
     async def start(self) -> None:
         """Finds (or places) one runtime on every alive node with CPUs (and
         the node resource, when one is asked for), and attaches to it."""
         digest = _config_digest(self._config_path)
+        self._job_id = ray.get_runtime_context().get_job_id()
         # `stats` answers in a group of its own, beside the runs that fill
         # max_concurrency (Ray's stubs do not list this keyword).
         runtime_class = ray.remote(concurrency_groups={"control": 2})(_NodeRuntime)  # type: ignore[call-overload]
@@ -232,8 +305,8 @@ class _Cluster:
             await asyncio.sleep(pause)
             actor = place()
             try:
-                stats = await actor.attach.remote()
-            except _LOST as lost:
+                stats = await actor.attach.remote(self._job_id)
+            except (*_LOST, _DriverGone) as lost:
                 error = lost
                 continue
             # The capacity is the runtime's own (its first driver's).
@@ -247,7 +320,7 @@ class _Cluster:
 
         async def detach(node: _Node) -> None:
             try:
-                await asyncio.wait_for(asyncio.ensure_future(node.actor.detach.remote()), 30.0)
+                await asyncio.wait_for(asyncio.ensure_future(node.actor.detach.remote(self._job_id)), 30.0)
             except BaseException:  # noqa: BLE001 - gone already, or ending
                 pass
 
