@@ -475,6 +475,9 @@ impl From<ScoringError> for Failure {
             ScoringError::Expectation(e) => Failure::Invalid(e.to_string()),
             ScoringError::Refused(e) => Failure::Refused(e.to_string()),
             ScoringError::Replay(e) => Failure::Replay(e.to_string()),
+            e @ (ScoringError::ItemOfAnotherProgram { .. } | ScoringError::EmptyItemId) => {
+                Failure::Replay(e.to_string())
+            }
             ScoringError::Store(e) => Failure::Store(e.to_string()),
             other => Failure::Other(other.to_string()),
         }

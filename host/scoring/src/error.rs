@@ -22,6 +22,22 @@ pub enum ScoringError {
     /// A replay was refused; nothing was written.
     #[error("replay refused: {0}")]
     Replay(ReplayRefusal),
+    /// A replay or rescore under an item id whose scores are of another
+    /// program: re-grading grades an item's own program, and would otherwise
+    /// put an unrelated verdict at the top of that item's history.
+    #[error(
+        "item `{item_id}` was scored with another program (sha256 {scored}); this one is {given}: re-grade it under its own item id"
+    )]
+    ItemOfAnotherProgram {
+        item_id: String,
+        /// The program of the item's latest score.
+        scored: String,
+        /// The program this request grades.
+        given: String,
+    },
+    /// An item id that names nothing.
+    #[error("an item id must not be empty")]
+    EmptyItemId,
     /// The evidence store failed (or holds a tampered row).
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -212,10 +212,8 @@ impl Replayer {
             invocations_of(behaves),
         )?
         .with_files(behaves.files.clone());
-        let previous = match &request.item_id {
-            Some(item_id) => self.store.latest_score_for_item(item_id)?,
-            None => None,
-        };
+        let previous =
+            self.previous_of_same_program(request.item_id.as_deref(), &program_sha256)?;
         let observation = self.attempt_evidence(&profile, &attempt)?;
         let draft = self.draft(
             request.item_id,
@@ -228,6 +226,33 @@ impl Replayer {
             None,
         )?;
         Ok((draft, previous))
+    }
+
+    /// The latest score of `item_id`, which must be of `program_sha256` (or
+    /// none): a replay or rescore re-grades an item's own program, never
+    /// puts another program's verdict at the top of its history.
+    fn previous_of_same_program(
+        &self,
+        item_id: Option<&str>,
+        program_sha256: &str,
+    ) -> Result<Option<StoredScore>, ScoringError> {
+        let Some(item_id) = item_id else {
+            return Ok(None);
+        };
+        if item_id.trim().is_empty() {
+            return Err(ScoringError::EmptyItemId);
+        }
+        let previous = self.store.latest_score_for_item(item_id)?;
+        match &previous {
+            Some(scored) if scored.record.program_sha256 != program_sha256 => {
+                Err(ScoringError::ItemOfAnotherProgram {
+                    item_id: item_id.to_string(),
+                    scored: scored.record.program_sha256.clone(),
+                    given: program_sha256.to_string(),
+                })
+            }
+            _ => Ok(previous),
+        }
     }
 
     /// Checks an expectation: exactly one `program_behaves` with cases, a
@@ -391,6 +416,7 @@ impl Replayer {
             return Err(ReplayRefusal::OtherInvocations { id, detail }.into());
         }
         let program_sha256 = stored.program_sha256.clone();
+        self.previous_of_same_program(request.item_id.as_deref(), &program_sha256)?;
         self.draft(
             request.item_id,
             ScoreOrigin::Replay,

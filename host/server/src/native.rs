@@ -546,6 +546,10 @@ fn scoring_refusal(error: ScoringError, field: &str) -> ApiError {
             ApiError::bad_field(format!("expectation.{}", e.field_path()), e.to_string())
         }
         ScoringError::Store(e) if e.is_store_fault() => ApiError::internal(e.to_string()),
+        error @ ScoringError::ItemOfAnotherProgram { .. } => {
+            ApiError::bad_field("id", error.to_string()).with_status(StatusCode::CONFLICT)
+        }
+        error @ ScoringError::EmptyItemId => ApiError::bad_field("id", error.to_string()),
         other => ApiError::bad_field(field, other.to_string()),
     }
 }

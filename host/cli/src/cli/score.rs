@@ -285,6 +285,9 @@ pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
                 Err(err) => {
                     let field = match &err {
                         ScoringError::Expectation(e) => format!("expectation.{}", e.field_path()),
+                        ScoringError::ItemOfAnotherProgram { .. } | ScoringError::EmptyItemId => {
+                            "id".into()
+                        }
                         _ => "expectation".into(),
                     };
                     eprintln!(

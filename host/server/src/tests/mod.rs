@@ -5,6 +5,7 @@
 //! in `tests/serve` against a running `progscore serve`.
 
 mod answers;
+mod regrade;
 
 use std::sync::Arc;
 
