@@ -11,6 +11,7 @@
 //! ordinary exception), instead of skipping silently. No probe measures wall
 //! time: each waits for the outcome that proves its point.
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -258,7 +259,52 @@ battery!(
     a_compiler_saying_the_disk_is_full_is_judged_by_the_disk_it_used,
     a_programs_own_limits_apply_and_nothing_else_may_change,
     a_programs_files_are_beside_it_read_only_for_its_compile_and_cases,
+    each_case_is_told_as_it_ends_and_is_the_runs_own_event,
 );
+
+/// A request's sink is told every case, in order, with the build it ran
+/// against, and each told event is the one the run returns.
+async fn each_case_is_told_as_it_ends_and_is_the_runs_own_event(kind: Kind) {
+    let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = {
+        let told = told.clone();
+        progscore_sandbox::CaseSink::new(move |done| told.lock().unwrap().push(done))
+    };
+    let invocations: Vec<Invocation> = ["a", "b", "c"]
+        .iter()
+        .map(|arg| Invocation {
+            args: vec![(*arg).to_string()],
+            ..Invocation::default()
+        })
+        .collect();
+    let program = "import sys\nprint(sys.argv[1])\n";
+    let request =
+        progscore_sandbox::RunRequest::new(program.as_bytes(), kind.profile(), &invocations)
+            .on_case(sink);
+    let run = client(kind)
+        .await
+        .run(request)
+        .await
+        .unwrap_or_else(|e| panic!("{kind:?}: refused: {e}"));
+    let told = told.lock().unwrap().clone();
+    assert_eq!(
+        told.iter().map(|done| done.index).collect::<Vec<_>>(),
+        vec![0, 1, 2],
+        "{kind:?}"
+    );
+    for (done, event) in told.iter().zip(&run.events) {
+        assert_eq!(&done.event, event, "{kind:?}: case {}", done.index);
+        assert_eq!(done.compile, run.compile, "{kind:?}");
+    }
+    assert_eq!(
+        run.events
+            .iter()
+            .map(|e| e.stdout.data.to_string_lossy())
+            .collect::<Vec<_>>(),
+        vec!["a\n", "b\n", "c\n"],
+        "{kind:?}"
+    );
+}
 
 /// A program that is its own build script: with `--build` it runs `build`,
 /// then copies itself into `/build`; otherwise it runs `body`.

@@ -13,6 +13,7 @@ mod remote;
 mod task;
 mod wake;
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -5,12 +5,13 @@
 //! `cargo bench -p progscore-runtime --bench backends` (after scripts/setup.sh).
 //! PROGSCORE_BENCH_PROGRAMS sets how many programs (default 120).
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use progscore_runtime::backends::Backends;
 use progscore_runtime::config::Config;
-use progscore_sandbox::{Invocation, Outcome, RuntimeProfile, SandboxClient};
+use progscore_sandbox::{Invocation, Outcome, RuntimeProfile};
 
 fn main() {
     let count: usize = std::env::var("PROGSCORE_BENCH_PROGRAMS")

@@ -32,6 +32,7 @@
 //! unix:///run/docker-second.sock; its TLS address and files are those of
 //! `scripts/second-engine.sh`: 127.0.0.1:2376, /var/lib/docker-second/tls).
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

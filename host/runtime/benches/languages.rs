@@ -9,13 +9,14 @@
 //! programs per language (default 8); PROGSCORE_BENCH_JOBS the parallelism
 //! (default 4).
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use progscore_runtime::backends::Backends;
 use progscore_runtime::config::Config;
-use progscore_sandbox::{Invocation, Outcome, SandboxClient};
+use progscore_sandbox::{Invocation, Outcome};
 
 const LANGUAGES: [(&str, &str); 6] = [
     ("c", "c"),

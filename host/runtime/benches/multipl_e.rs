@@ -16,6 +16,7 @@
 //! PROGSCORE_BENCH_SHOW_COMPILE_ERRORS=1: each compile error's first line of
 //! compiler output (whether the model's code or the joining failed to build).
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use progscore_runtime::backends::Backends;
 use progscore_runtime::config::Config;
-use progscore_sandbox::{Invocation, Outcome, ProgramRun, SandboxClient};
+use progscore_sandbox::{Invocation, Outcome, ProgramRun};
 
 /// MultiPL-E's language name -> the profile `scripts/setup.sh` writes for it.
 /// Julia and Swift have no Debian toolchain in bookworm.

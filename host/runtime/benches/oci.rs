@@ -11,6 +11,7 @@
 //! PROGSCORE_BENCH_JOBS the parallelism (default 4), PROGSCORE_BENCH_PAIRS
 //! the rounds (default 3).
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

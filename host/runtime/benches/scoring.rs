@@ -14,6 +14,7 @@
 #[path = "../../scoring/tests/common/mod.rs"]
 mod common;
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -10,13 +10,14 @@
 //! PROGSCORE_BENCH_ROUNDS the rounds (default 3), PROGSCORE_BENCH_ONLY one
 //! backend's label (`docker`, `oci` or `wasi`).
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use progscore_runtime::backends::Backends;
 use progscore_runtime::config::Config;
 use progscore_sandbox::{
-    DEFAULT_SENSITIVE_PATHS, Invocation, Outcome, RuntimeProfile, SandboxClient, TraceSettings,
+    DEFAULT_SENSITIVE_PATHS, Invocation, Outcome, RuntimeProfile, TraceSettings,
 };
 
 /// Programs in flight at once: the CLI's policy on this machine's 2 CPUs.

@@ -8,8 +8,8 @@ use progscore_docker::{DockerClient, DockerOptions, EngineReport};
 use progscore_oci::OciClient;
 pub use progscore_oci::OciOptions;
 use progscore_sandbox::{
-    Backend, BoxFuture, Invocation, Preflight, ProgramFiles, ProgramRun, RuntimeProfile,
-    SandboxClient, SandboxError,
+    Backend, BoxFuture, Preflight, ProgramRun, RunRequest, RuntimeProfile, SandboxClient,
+    SandboxError,
 };
 use progscore_wasi::{WasiClient, WasiOptions, WorkerCommand};
 
@@ -180,39 +180,12 @@ impl SandboxClient for Backends {
         self.profiles.iter().collect()
     }
 
-    fn execute<'a>(
+    fn run<'a>(
         &'a self,
-        program: &'a [u8],
-        profile: &'a str,
-        invocations: &'a [Invocation],
+        request: RunRequest<'a>,
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        match self.route(profile) {
-            Ok(client) => client.execute(program, profile, invocations),
-            Err(error) => Box::pin(async move { Err(error) }),
-        }
-    }
-
-    fn execute_variant<'a>(
-        &'a self,
-        program: &'a [u8],
-        variant: &'a RuntimeProfile,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        match self.route(&variant.name) {
-            Ok(client) => client.execute_variant(program, variant, invocations),
-            Err(error) => Box::pin(async move { Err(error) }),
-        }
-    }
-
-    fn execute_with_files<'a>(
-        &'a self,
-        program: &'a [u8],
-        variant: &'a RuntimeProfile,
-        files: &'a ProgramFiles,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        match self.route(&variant.name) {
-            Ok(client) => client.execute_with_files(program, variant, files, invocations),
+        match self.route(request.profile_name()) {
+            Ok(client) => client.run(request),
             Err(error) => Box::pin(async move { Err(error) }),
         }
     }

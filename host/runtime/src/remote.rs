@@ -10,12 +10,13 @@
 //! a [`Desk`] when woken, and answers each by id. progscore's threads never
 //! call it; they only post and wake.
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use progscore_sandbox::{
-    BoxFuture, ByteString, Invocation, Limits, Preflight, ProgramFiles, ProgramRun, RuntimeProfile,
-    SandboxClient, SandboxError,
+    BoxFuture, ByteString, Invocation, Limits, Preflight, ProgramFiles, ProgramRun, RunProfile,
+    RunRequest, RuntimeProfile, SandboxClient, SandboxError,
 };
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
@@ -248,7 +249,7 @@ impl RemoteClient {
         RemoteClient { profiles, desk }
     }
 
-    async fn run(
+    async fn run_remote(
         &self,
         program: &[u8],
         variant: &RuntimeProfile,
@@ -299,41 +300,22 @@ impl SandboxClient for RemoteClient {
         self.profiles.iter().collect()
     }
 
-    fn execute<'a>(
+    /// The node runs the whole request and answers once: its cases are
+    /// not told early (`on_case` hears nothing).
+    fn run<'a>(
         &'a self,
-        program: &'a [u8],
-        profile: &'a str,
-        invocations: &'a [Invocation],
+        request: RunRequest<'a>,
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         Box::pin(async move {
-            let own = self
-                .profile(profile)
-                .ok_or_else(|| SandboxError::unknown_profile(profile, &self.profiles))?;
-            self.run(program, own, &ProgramFiles::default(), invocations)
+            let variant = match request.profile {
+                RunProfile::Named(name) => self
+                    .profile(name)
+                    .ok_or_else(|| SandboxError::unknown_profile(name, &self.profiles))?,
+                RunProfile::Variant(variant) => variant,
+            };
+            self.run_remote(request.program, variant, request.files, request.invocations)
                 .await
         })
-    }
-
-    fn execute_variant<'a>(
-        &'a self,
-        program: &'a [u8],
-        variant: &'a RuntimeProfile,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        Box::pin(async move {
-            self.run(program, variant, &ProgramFiles::default(), invocations)
-                .await
-        })
-    }
-
-    fn execute_with_files<'a>(
-        &'a self,
-        program: &'a [u8],
-        variant: &'a RuntimeProfile,
-        files: &'a ProgramFiles,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        Box::pin(self.run(program, variant, files, invocations))
     }
 
     fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {

@@ -1,6 +1,7 @@
 //! What callers ask the scorer and the replayer for, and what they get back.
 
 use progscore_evidence::{Observation, ScoreStatus, StoredScore};
+use progscore_sandbox::CaseSink;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +34,9 @@ pub struct ScoreRequest {
     pub fresh: bool,
     /// Cancels this caller's wait (and the run, if no other caller waits for it).
     pub cancel: CancellationToken,
+    /// Told each case's event as the backend decides it, when this request
+    /// starts a new run (a stored or joined run tells nothing).
+    pub on_case: Option<CaseSink>,
 }
 
 impl ScoreRequest {
@@ -44,7 +48,14 @@ impl ScoreRequest {
             expectation,
             fresh: false,
             cancel: CancellationToken::new(),
+            on_case: None,
         }
+    }
+
+    /// Tells each case's event to `sink` as the run decides it.
+    pub fn on_case(mut self, sink: CaseSink) -> Self {
+        self.on_case = Some(sink);
+        self
     }
 
     /// Sets the item id.

@@ -4,12 +4,12 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use progscore_evidence::{ScoreOrigin, StoreError};
-use progscore_sandbox::{Preflight, SandboxError, sha256_hex};
+use progscore_sandbox::{Preflight, RuntimeProfile, SandboxError, sha256_hex};
 
 use crate::attempt::Attempt;
 use crate::comparator::OutputComparator;
 use crate::error::{ExpectationError, ScoringError};
-use crate::expectation::ScoringExpectation;
+use crate::expectation::{ProgramBehaves, ScoringExpectation};
 use crate::replayer::{Replayer, invocations_of};
 use crate::request::{ProgramInput, Score, ScoreRequest};
 use crate::source::{EvidenceUse, ProgramExecutionSource, check_belongs};
@@ -75,6 +75,52 @@ impl ProgramExecutionScorer {
         self.replayer.validate(&expectation).map(|_| ())
     }
 
+    /// The attempt `request` runs or reuses: its profile as the backend
+    /// resolves it (its variant, when the program brings its own limits),
+    /// its files, its program and invocations. Nothing runs; the profile's
+    /// preflight runs once.
+    pub async fn attempt_of(&self, request: &ScoreRequest) -> Result<Attempt, ScoringError> {
+        let expectation = self.replayer.canonical(request.expectation.clone());
+        let (behaves, profile) = self.replayer.validate(&expectation)?;
+        let program_sha256 = match &request.program {
+            ProgramInput::Inline(bytes) => sha256_hex(bytes),
+            ProgramInput::Stored { sha256 } => sha256.clone(),
+        };
+        self.attempt(behaves, profile, &program_sha256).await
+    }
+
+    async fn attempt(
+        &self,
+        behaves: &ProgramBehaves,
+        profile: Cow<'_, RuntimeProfile>,
+        program_sha256: &str,
+    ) -> Result<Attempt, ScoringError> {
+        // The attempt is keyed by what will really run: the fingerprint with
+        // what the backend resolved (the engine's default runtime...).
+        // A variant (the program's own limits) is keyed by its own
+        // fingerprint with what the backend resolved for its profile.
+        let resolved = self
+            .preflight(&profile.name)
+            .await
+            .map_err(ScoringError::Refused)?
+            .fingerprint;
+        // Files beside the program key the attempt too; they go to the
+        // backend with the profile it runs as.
+        let (fingerprint, variant) = match profile {
+            Cow::Borrowed(_) if behaves.files.is_empty() => (resolved, None),
+            Cow::Borrowed(profile) => (resolved, Some(profile.clone())),
+            Cow::Owned(variant) => (variant.fingerprint_resolved_as(&resolved), Some(variant)),
+        };
+        Ok(Attempt::from_parts(
+            &behaves.profile,
+            behaves.files.keyed(fingerprint),
+            program_sha256,
+            invocations_of(behaves),
+        )?
+        .with_variant(variant)
+        .with_files(behaves.files.clone()))
+    }
+
     /// Scores one program (within a tokio runtime): validates, finds or makes the evidence, applies
     /// the verdict rules, and records the score (with the observation, if new,
     /// in the same transaction).
@@ -96,33 +142,16 @@ impl ProgramExecutionScorer {
             },
         };
         let program_sha256 = sha256_hex(&program);
-        // The attempt is keyed by what will really run: the fingerprint with
-        // what the backend resolved (the engine's default runtime...).
-        // A variant (the program's own limits) is keyed by its own
-        // fingerprint with what the backend resolved for its profile.
-        let resolved = self
-            .preflight(&profile.name)
-            .await
-            .map_err(ScoringError::Refused)?
-            .fingerprint;
-        // Files beside the program key the attempt too; they go to the
-        // backend with the profile it runs as.
-        let (fingerprint, variant) = match profile {
-            Cow::Borrowed(_) if behaves.files.is_empty() => (resolved, None),
-            Cow::Borrowed(profile) => (resolved, Some(profile.clone())),
-            Cow::Owned(variant) => (variant.fingerprint_resolved_as(&resolved), Some(variant)),
-        };
-        let attempt = Attempt::from_parts(
-            &behaves.profile,
-            behaves.files.keyed(fingerprint),
-            &program_sha256,
-            invocations_of(behaves),
-        )?
-        .with_variant(variant)
-        .with_files(behaves.files.clone());
+        let attempt = self.attempt(behaves, profile, &program_sha256).await?;
         let evidence = self
             .source
-            .observe(&attempt, &program, request.fresh, &request.cancel)
+            .observe(
+                &attempt,
+                &program,
+                request.fresh,
+                &request.cancel,
+                request.on_case.as_ref(),
+            )
             .await?;
         let observation = &evidence.observation;
         // Comparators are synchronous CPU work (WebAssembly calls bounded by

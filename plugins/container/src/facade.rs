@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_sandbox::{
-    BoxFuture, Invocation, Owner, Preflight, ProgramFiles, ProgramRun, RuntimeProfile,
-    SandboxClient, SandboxError,
+    BoxFuture, CaseSink, Invocation, Owner, Preflight, ProgramFiles, ProgramRun, RunProfile,
+    RunRequest, RuntimeProfile, SandboxClient, SandboxError,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -31,13 +31,15 @@ pub trait Backend: Send + Sync + 'static {
     fn cleanup_bound(&self) -> Duration;
 
     /// Runs a program with its files (the profile is this backend's,
-    /// already looked up; the files checked against it).
+    /// already looked up; the files checked against it), telling each
+    /// case's event to `on_case` as it is decided.
     fn run(
         &self,
         program: &[u8],
         profile: &RuntimeProfile,
         files: &ProgramFiles,
         invocations: &[Invocation],
+        on_case: Option<&CaseSink>,
         token: &CancellationToken,
     ) -> impl Future<Output = Result<ProgramRun, SandboxError>> + Send;
 
@@ -118,24 +120,21 @@ impl<B: Backend> Guarded<B> {
     }
 }
 
-/// The profile a call runs under: one of the backend's, or a variant of
-/// one with other limits.
-enum Chosen {
-    Named(String),
-    Variant(Box<RuntimeProfile>),
-}
-
 impl<B: Backend> Guarded<B> {
     fn run_guarded<'a>(
         &'a self,
-        program: &'a [u8],
-        chosen: Chosen,
-        files: ProgramFiles,
-        invocations: &'a [Invocation],
+        request: RunRequest<'a>,
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         let backend = self.backend.clone();
-        let program = program.to_vec();
-        let invocations = invocations.to_vec();
+        let program = request.program.to_vec();
+        let invocations = request.invocations.to_vec();
+        let files = request.files.clone();
+        let name = request.profile_name().to_string();
+        let variant = match request.profile {
+            RunProfile::Named(_) => None,
+            RunProfile::Variant(variant) => Some(variant.clone()),
+        };
+        let on_case = request.on_case;
         let cleanup_bound = self.backend.cleanup_bound();
         let task = spawn_guarded(self.runtime(), cleanup_bound, |token| async move {
             // Not done if the task is dropped mid-cleanup (its bound overran
@@ -143,17 +142,25 @@ impl<B: Backend> Guarded<B> {
             // next start's sweep finds what the call left.
             let cleanup = backend.owner().cleanup_pending();
             let run = async {
-                let profile = match &chosen {
-                    Chosen::Named(name) => backend.profile(name)?,
-                    Chosen::Variant(variant) => {
-                        SandboxError::check_variant(backend.profile(&variant.name)?, variant)?;
+                let own = backend.profile(&name)?;
+                let profile = match &variant {
+                    None => own,
+                    Some(variant) => {
+                        SandboxError::check_variant(own, variant)?;
                         variant
                     }
                 };
                 profile.check_invocations(&invocations)?;
                 files.check_for(profile)?;
                 backend
-                    .run(&program, profile, &files, &invocations, &token)
+                    .run(
+                        &program,
+                        profile,
+                        &files,
+                        &invocations,
+                        on_case.as_ref(),
+                        &token,
+                    )
                     .await
             }
             .await;
@@ -186,47 +193,11 @@ impl<B: Backend> SandboxClient for Guarded<B> {
         self.backend.profiles().iter().collect()
     }
 
-    fn execute<'a>(
+    fn run<'a>(
         &'a self,
-        program: &'a [u8],
-        profile: &'a str,
-        invocations: &'a [Invocation],
+        request: RunRequest<'a>,
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        self.run_guarded(
-            program,
-            Chosen::Named(profile.to_string()),
-            ProgramFiles::default(),
-            invocations,
-        )
-    }
-
-    fn execute_variant<'a>(
-        &'a self,
-        program: &'a [u8],
-        variant: &'a RuntimeProfile,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        self.run_guarded(
-            program,
-            Chosen::Variant(Box::new(variant.clone())),
-            ProgramFiles::default(),
-            invocations,
-        )
-    }
-
-    fn execute_with_files<'a>(
-        &'a self,
-        program: &'a [u8],
-        variant: &'a RuntimeProfile,
-        files: &'a ProgramFiles,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        self.run_guarded(
-            program,
-            Chosen::Variant(Box::new(variant.clone())),
-            files.clone(),
-            invocations,
-        )
+        self.run_guarded(request)
     }
 
     fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
@@ -241,81 +212,4 @@ impl<B: Backend> SandboxClient for Guarded<B> {
             })?
         })
     }
-}
-
-/// Implements `SandboxClient` for a backend's client type by handing every
-/// call to its [`Guarded`] field: `delegate_sandbox_client!(DockerClient,
-/// client);`.
-#[macro_export]
-macro_rules! delegate_sandbox_client {
-    ($client:ty, $field:ident) => {
-        impl $crate::__sandbox::SandboxClient for $client {
-            fn profiles(&self) -> Vec<&$crate::__sandbox::RuntimeProfile> {
-                $crate::__sandbox::SandboxClient::profiles(&self.$field)
-            }
-
-            fn execute<'a>(
-                &'a self,
-                program: &'a [u8],
-                profile: &'a str,
-                invocations: &'a [$crate::__sandbox::Invocation],
-            ) -> $crate::__sandbox::BoxFuture<
-                'a,
-                Result<$crate::__sandbox::ProgramRun, $crate::__sandbox::SandboxError>,
-            > {
-                $crate::__sandbox::SandboxClient::execute(
-                    &self.$field,
-                    program,
-                    profile,
-                    invocations,
-                )
-            }
-
-            fn execute_variant<'a>(
-                &'a self,
-                program: &'a [u8],
-                variant: &'a $crate::__sandbox::RuntimeProfile,
-                invocations: &'a [$crate::__sandbox::Invocation],
-            ) -> $crate::__sandbox::BoxFuture<
-                'a,
-                Result<$crate::__sandbox::ProgramRun, $crate::__sandbox::SandboxError>,
-            > {
-                $crate::__sandbox::SandboxClient::execute_variant(
-                    &self.$field,
-                    program,
-                    variant,
-                    invocations,
-                )
-            }
-
-            fn execute_with_files<'a>(
-                &'a self,
-                program: &'a [u8],
-                variant: &'a $crate::__sandbox::RuntimeProfile,
-                files: &'a $crate::__sandbox::ProgramFiles,
-                invocations: &'a [$crate::__sandbox::Invocation],
-            ) -> $crate::__sandbox::BoxFuture<
-                'a,
-                Result<$crate::__sandbox::ProgramRun, $crate::__sandbox::SandboxError>,
-            > {
-                $crate::__sandbox::SandboxClient::execute_with_files(
-                    &self.$field,
-                    program,
-                    variant,
-                    files,
-                    invocations,
-                )
-            }
-
-            fn preflight<'a>(
-                &'a self,
-                profile: &'a str,
-            ) -> $crate::__sandbox::BoxFuture<
-                'a,
-                Result<$crate::__sandbox::Preflight, $crate::__sandbox::SandboxError>,
-            > {
-                $crate::__sandbox::SandboxClient::preflight(&self.$field, profile)
-            }
-        }
-    };
 }

@@ -42,7 +42,3 @@ pub use window::{Killed, Measured, Program, Watched, Window, millis};
 pub use workspace::{
     BUILD_ENTRY_BYTES, BuildDisk, Workspace, build_size, compile_event, tree_sha256,
 };
-
-/// For [`delegate_sandbox_client!`]'s expansion in the backends.
-#[doc(hidden)]
-pub use progscore_sandbox as __sandbox;

@@ -4,6 +4,7 @@
 //! `cargo bench -p progscore-docker --bench throughput` (after scripts/setup.sh).
 //! PROGSCORE_BENCH_PROGRAMS sets how many programs (default 120).
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use progscore_docker::{DockerClient, DockerOptions};
-use progscore_sandbox::{Invocation, Outcome, ProfileSpec, RuntimeProfile, SandboxClient};
+use progscore_sandbox::{Invocation, Outcome, ProfileSpec, RuntimeProfile};
 
 fn main() {
     let count: usize = std::env::var("PROGSCORE_BENCH_PROGRAMS")

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_sandbox::{
-    Backend, Invocation, Owner, Preflight, ProgramFiles, ProgramRun, RuntimeProfile, SandboxError,
+    Backend, BoxFuture, CaseSink, Invocation, Owner, Preflight, ProgramFiles, ProgramRun,
+    RunRequest, RuntimeProfile, SandboxClient, SandboxError,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -111,7 +112,22 @@ impl DockerClient {
     }
 }
 
-progscore_container::delegate_sandbox_client!(DockerClient, client);
+impl SandboxClient for DockerClient {
+    fn profiles(&self) -> Vec<&RuntimeProfile> {
+        self.client.profiles()
+    }
+
+    fn run<'a>(
+        &'a self,
+        request: RunRequest<'a>,
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        self.client.run(request)
+    }
+
+    fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
+        self.client.preflight(profile)
+    }
+}
 
 impl progscore_container::Backend for Inner {
     const KIND: Backend = Backend::Docker;
@@ -136,10 +152,11 @@ impl progscore_container::Backend for Inner {
         profile: &RuntimeProfile,
         files: &ProgramFiles,
         invocations: &[Invocation],
+        on_case: Option<&CaseSink>,
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
         self.runner
-            .place(program, profile, files, invocations, token)
+            .place(program, profile, files, invocations, on_case, token)
             .await
     }
 

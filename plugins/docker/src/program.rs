@@ -9,8 +9,8 @@ use std::sync::Arc;
 use progscore_container::{BuildDisk, Cases, Load, Schedule, Workspace, compile_event};
 use progscore_sandbox::timing::{ALONE_RUNS, alone_run_warning};
 use progscore_sandbox::{
-    CompileEvent, Invocation, InvocationEvent, Outcome, ProgramFiles, ProgramRun, RuntimeProfile,
-    SandboxError, Stage, sha256_hex,
+    CaseSink, CompileEvent, Invocation, InvocationEvent, Outcome, ProgramFiles, ProgramRun,
+    RuntimeProfile, SandboxError, Stage, sha256_hex,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -69,6 +69,7 @@ impl Runner {
         profile: &RuntimeProfile,
         files: &ProgramFiles,
         invocations: &[Invocation],
+        on_case: Option<&CaseSink>,
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
         self.pool.contact().await?;
@@ -84,7 +85,7 @@ impl Runner {
                 }
             };
             match self
-                .run_on(&lease, program, profile, files, invocations, token)
+                .run_on(&lease, program, profile, files, invocations, on_case, token)
                 .await
             {
                 Ok(mut run) => {
@@ -123,6 +124,10 @@ impl Runner {
 
     /// The whole program on one engine: its workspace, its compile, its
     /// cases in order.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the request's parts as `place` has them, and the engine's lease"
+    )]
     async fn run_on(
         &self,
         lease: &Lease<'_>,
@@ -130,6 +135,7 @@ impl Runner {
         profile: &RuntimeProfile,
         files: &ProgramFiles,
         invocations: &[Invocation],
+        on_case: Option<&CaseSink>,
         token: &CancellationToken,
     ) -> Result<ProgramRun, CallFault> {
         let pooled = lease.engine();
@@ -223,6 +229,7 @@ impl Runner {
                     engine_files.as_ref(),
                     build_dir.as_deref(),
                     invocations,
+                    on_case,
                     &mut warnings,
                 )
                 .await
@@ -291,6 +298,10 @@ impl Runner {
 
     /// The compile (when the profile has one) and the cases, in order, on
     /// the context's engine.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the context, the program's files and build, its cases and their sink"
+    )]
     async fn run_program(
         &self,
         lease: &Lease<'_>,
@@ -298,6 +309,7 @@ impl Runner {
         engine_files: Option<&EngineFiles<'_>>,
         build_dir: Option<&std::path::Path>,
         invocations: &[Invocation],
+        on_case: Option<&CaseSink>,
         warnings: &mut Vec<String>,
     ) -> Result<(Vec<InvocationEvent>, Option<CompileEvent>), CallFault> {
         let token = context.token;
@@ -326,19 +338,17 @@ impl Runner {
             };
             compile = Some(compile_event(event, build_dir, disk));
         }
-        let mut cases = Cases::new(compile.as_ref(), token);
-        let mut events = Vec::with_capacity(invocations.len());
+        let mut cases = Cases::new(compile.as_ref(), token, on_case);
         for (index, invocation) in invocations.iter().enumerate() {
-            if let Some(event) = cases.decided() {
-                events.push(event);
+            if cases.decided() {
                 continue;
             }
             let (event, stop) = self
                 .run_invocation(lease, context, index, invocation, warnings)
                 .await?;
-            events.push(event);
-            cases.ran(stop);
+            cases.ran(event, stop);
         }
+        let events = cases.into_events();
         Ok((events, compile))
     }
 

@@ -12,8 +12,8 @@ use progscore_container::{
 };
 use progscore_sandbox::timing::{ALONE_RUNS, alone_run_warning};
 use progscore_sandbox::{
-    Backend, Invocation, InvocationEvent, Owner, Preflight, ProgramFiles, ProgramRun,
-    RuntimeProfile, SandboxError, Stage, sha256_hex,
+    Backend, BoxFuture, CaseSink, Invocation, InvocationEvent, Owner, Preflight, ProgramFiles,
+    ProgramRun, RunRequest, RuntimeProfile, SandboxClient, SandboxError, Stage, sha256_hex,
 };
 use tokio::sync::{Mutex, OnceCell};
 use tokio_util::sync::CancellationToken;
@@ -114,7 +114,22 @@ impl OciClient {
     }
 }
 
-progscore_container::delegate_sandbox_client!(OciClient, client);
+impl SandboxClient for OciClient {
+    fn profiles(&self) -> Vec<&RuntimeProfile> {
+        self.client.profiles()
+    }
+
+    fn run<'a>(
+        &'a self,
+        request: RunRequest<'a>,
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        self.client.run(request)
+    }
+
+    fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<Preflight, SandboxError>> {
+        self.client.preflight(profile)
+    }
+}
 
 impl progscore_container::Backend for Inner {
     const KIND: Backend = Backend::Oci;
@@ -139,9 +154,10 @@ impl progscore_container::Backend for Inner {
         profile: &RuntimeProfile,
         files: &ProgramFiles,
         invocations: &[Invocation],
+        on_case: Option<&CaseSink>,
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
-        self.run_program(program, profile, files, invocations, token)
+        self.run_program(program, profile, files, invocations, on_case, token)
             .await
     }
 
@@ -268,6 +284,7 @@ impl Inner {
         profile: &RuntimeProfile,
         files: &ProgramFiles,
         invocations: &[Invocation],
+        on_case: Option<&CaseSink>,
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
         let (cgroups, runtime, image) = self.ready(profile).await?;
@@ -320,19 +337,17 @@ impl Inner {
             }
             None => None,
         };
-        let mut cases = Cases::new(compile.as_ref(), token);
-        let mut events = Vec::with_capacity(invocations.len());
+        let mut cases = Cases::new(compile.as_ref(), token, on_case);
         for (index, invocation) in invocations.iter().enumerate() {
-            if let Some(event) = cases.decided() {
-                events.push(event);
+            if cases.decided() {
                 continue;
             }
             let (event, stop) = self
                 .run_invocation(&context, index, invocation, &mut warnings, &mut left_behind)
                 .await;
-            events.push(event);
-            cases.ran(stop);
+            cases.ran(event, stop);
         }
+        let events = cases.into_events();
         if let Err(warning) = workspace.remove() {
             warnings.push(warning.to_string());
             left_behind = true;

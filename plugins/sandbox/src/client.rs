@@ -2,16 +2,152 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use thiserror::Error;
 
 use crate::files::{InvalidFiles, ProgramFiles};
 use crate::invocation::{InvalidInvocation, Invocation};
 use crate::profile::RuntimeProfile;
-use crate::run::ProgramRun;
+use crate::run::{CompileEvent, InvocationEvent, ProgramRun};
 
 /// A boxed, sendable future, so the trait stays object-safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Which of a client's profiles a run is under.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RunProfile<'a> {
+    /// A profile of the client, by its name, with its own limits.
+    Named(&'a str),
+    /// One of the client's profiles (by its name) with other limits
+    /// ([`RuntimeProfile::with_limits`]); the named profile's preflight
+    /// stands for it. Anything but the limits differing is refused
+    /// ([`SandboxError::NotAVariant`]).
+    Variant(&'a RuntimeProfile),
+}
+
+/// One case's event, told as soon as the backend has it (see
+/// [`RunRequest::on_case`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseDone {
+    /// The invocation's index in the request.
+    pub index: usize,
+    /// Its event, as the run that reached it produced it.
+    pub event: InvocationEvent,
+    /// The build that case ran against, for a profile that builds.
+    pub compile: Option<CompileEvent>,
+}
+
+/// Where a backend tells each case's event before the call ends.
+#[derive(Clone)]
+pub struct CaseSink(Arc<dyn Fn(CaseDone) + Send + Sync>);
+
+impl CaseSink {
+    pub fn new(sink: impl Fn(CaseDone) + Send + Sync + 'static) -> CaseSink {
+        CaseSink(Arc::new(sink))
+    }
+
+    /// Tells case `index`'s event (and the build it ran against).
+    pub fn report(&self, index: usize, event: &InvocationEvent, compile: Option<&CompileEvent>) {
+        (self.0)(CaseDone {
+            index,
+            event: event.clone(),
+            compile: compile.cloned(),
+        });
+    }
+}
+
+impl std::fmt::Debug for CaseSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CaseSink")
+    }
+}
+
+/// What one call runs: a program, under a profile (or a variant of one),
+/// with files beside it, once per invocation.
+#[derive(Debug, Clone)]
+pub struct RunRequest<'a> {
+    /// The program's bytes, run verbatim.
+    pub program: &'a [u8],
+    pub profile: RunProfile<'a>,
+    /// Placed beside the program (in its folder, read-only, seen by the
+    /// compile step and every invocation); empty: the program alone. A
+    /// backend that cannot place files refuses them
+    /// ([`SandboxError::FilesUnsupported`]).
+    pub files: &'a ProgramFiles,
+    pub invocations: &'a [Invocation],
+    /// Told each case's event as soon as it is decided, before the call
+    /// ends. The call's [`ProgramRun`] stays the answer: a program that
+    /// moves to another engine runs its cases again, so a case may be told
+    /// twice (each time an event one real run produced), and a backend that
+    /// cannot tell early tells nothing.
+    pub on_case: Option<CaseSink>,
+}
+
+impl<'a> RunRequest<'a> {
+    /// `program` under the profile named `profile`, once per invocation.
+    pub fn new(program: &'a [u8], profile: &'a str, invocations: &'a [Invocation]) -> Self {
+        RunRequest {
+            program,
+            profile: RunProfile::Named(profile),
+            files: ProgramFiles::none(),
+            invocations,
+            on_case: None,
+        }
+    }
+
+    /// `program` under `variant` (a profile of the client, or one with
+    /// other limits), once per invocation.
+    pub fn variant(
+        program: &'a [u8],
+        variant: &'a RuntimeProfile,
+        invocations: &'a [Invocation],
+    ) -> Self {
+        RunRequest {
+            profile: RunProfile::Variant(variant),
+            ..RunRequest::new(program, &variant.name, invocations)
+        }
+    }
+
+    /// The same request with `files` beside the program.
+    pub fn with_files(self, files: &'a ProgramFiles) -> Self {
+        RunRequest { files, ..self }
+    }
+
+    /// The same request, telling each case's event to `sink` as it is decided.
+    pub fn on_case(self, sink: CaseSink) -> Self {
+        RunRequest {
+            on_case: Some(sink),
+            ..self
+        }
+    }
+
+    /// The name of the client's profile the request runs under.
+    pub fn profile_name(&self) -> &'a str {
+        match self.profile {
+            RunProfile::Named(name) => name,
+            RunProfile::Variant(variant) => &variant.name,
+        }
+    }
+
+    /// The profile to run: `own` (the client's profile of that name)
+    /// itself, or the variant once checked against it.
+    pub fn profile_against<'p>(
+        &self,
+        own: &'p RuntimeProfile,
+    ) -> Result<&'p RuntimeProfile, SandboxError>
+    where
+        'a: 'p,
+    {
+        match self.profile {
+            RunProfile::Named(_) => Ok(own),
+            RunProfile::Variant(variant) => {
+                SandboxError::check_variant(own, variant)?;
+                Ok(variant)
+            }
+        }
+    }
+}
 
 /// Runs programs under named profiles.
 ///
@@ -24,6 +160,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///   the call created; the drop only completes after that cleanup (backends
 ///   do the cleanup on a task that the future's drop waits for, or
 ///   synchronously).
+///
+/// One method runs programs ([`SandboxClient::run`]); the shorthands for
+/// common requests are [`SandboxClientExt`]'s.
 pub trait SandboxClient: Send + Sync {
     /// The profiles this client can run, by name.
     fn profiles(&self) -> Vec<&RuntimeProfile>;
@@ -33,73 +172,18 @@ pub trait SandboxClient: Send + Sync {
         self.profiles().into_iter().find(|p| p.name == name)
     }
 
-    /// Runs `program` once per invocation under `profile`.
+    /// Runs the request's program once per invocation.
     ///
     /// `Err` means nothing of the program's behaviour is known: the request
     /// was refused before anything ran (unknown profile, missing image, an
-    /// engine that cannot enforce the limits, an invocation that cannot be
-    /// delivered...), or the engine was lost during the run and did not come
-    /// back ([`SandboxError::EngineUnavailable`]).
-    fn execute<'a>(
+    /// engine that cannot enforce the limits, a variant that changes more
+    /// than limits, files the backend cannot place, an invocation that
+    /// cannot be delivered...), or the engine was lost during the run and
+    /// did not come back ([`SandboxError::EngineUnavailable`]).
+    fn run<'a>(
         &'a self,
-        program: &'a [u8],
-        profile: &'a str,
-        invocations: &'a [Invocation],
+        request: RunRequest<'a>,
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>>;
-
-    /// Runs `program` once per invocation under `variant`: one of this
-    /// client's profiles (by its name) with other limits
-    /// ([`RuntimeProfile::with_limits`]); the named profile's preflight
-    /// stands for it. Anything but the limits differing is refused
-    /// ([`SandboxError::NotAVariant`]), as is, by default, a variant whose
-    /// limits are not the profile's own: a backend that can apply limits per
-    /// call overrides this.
-    fn execute_variant<'a>(
-        &'a self,
-        program: &'a [u8],
-        variant: &'a RuntimeProfile,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        match self.profile(&variant.name) {
-            Some(own) if own == variant => self.execute(program, &variant.name, invocations),
-            Some(_) => Box::pin(async move {
-                Err(SandboxError::NotAVariant {
-                    profile: variant.name.clone(),
-                    reason: "this backend runs programs under the profile's own limits only".into(),
-                })
-            }),
-            None => Box::pin(async move {
-                Err(SandboxError::unknown_profile(
-                    &variant.name,
-                    self.profiles(),
-                ))
-            }),
-        }
-    }
-
-    /// Runs `program` with `files` placed beside it (in its folder,
-    /// read-only, seen by the compile step and every invocation) under
-    /// `variant` (a profile of this client, or one with other limits, as
-    /// for [`SandboxClient::execute_variant`]). With no files this is
-    /// `execute_variant`; by default, files are refused
-    /// ([`SandboxError::FilesUnsupported`]): a backend that can place them
-    /// overrides this.
-    fn execute_with_files<'a>(
-        &'a self,
-        program: &'a [u8],
-        variant: &'a RuntimeProfile,
-        files: &'a ProgramFiles,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        if files.is_empty() {
-            return self.execute_variant(program, variant, invocations);
-        }
-        Box::pin(async move {
-            Err(SandboxError::FilesUnsupported {
-                profile: variant.name.clone(),
-            })
-        })
-    }
 
     /// Checks, before anything runs, that `profile` can run here (engine
     /// reachable, artifact present by its pin, runtime registered, limits
@@ -116,6 +200,42 @@ pub trait SandboxClient: Send + Sync {
         })
     }
 }
+
+/// Shorthands for [`SandboxClient::run`], for every client.
+pub trait SandboxClientExt: SandboxClient {
+    /// Runs `program` once per invocation under the profile named `profile`.
+    fn execute<'a>(
+        &'a self,
+        program: &'a [u8],
+        profile: &'a str,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        self.run(RunRequest::new(program, profile, invocations))
+    }
+
+    /// Runs `program` once per invocation under `variant` ([`RunProfile::Variant`]).
+    fn execute_variant<'a>(
+        &'a self,
+        program: &'a [u8],
+        variant: &'a RuntimeProfile,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        self.run(RunRequest::variant(program, variant, invocations))
+    }
+
+    /// Runs `program` with `files` beside it under `variant`.
+    fn execute_with_files<'a>(
+        &'a self,
+        program: &'a [u8],
+        variant: &'a RuntimeProfile,
+        files: &'a ProgramFiles,
+        invocations: &'a [Invocation],
+    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        self.run(RunRequest::variant(program, variant, invocations).with_files(files))
+    }
+}
+
+impl<C: SandboxClient + ?Sized> SandboxClientExt for C {}
 
 /// What a backend found when it checked a profile before any run.
 #[derive(Debug, Clone, PartialEq)]

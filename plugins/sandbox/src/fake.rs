@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::canonical::sha256_hex;
-use crate::client::{BoxFuture, Preflight, SandboxClient, SandboxError};
+use crate::client::{BoxFuture, Preflight, RunRequest, SandboxClient, SandboxError};
 use crate::invocation::Invocation;
 use crate::profile::RuntimeProfile;
 use crate::run::{CapturedStream, InvocationEvent, Outcome, ProgramRun};
@@ -50,6 +50,7 @@ pub struct ScriptedClient {
     responder: Arc<Responder>,
     preflight: Option<Arc<PreflightHook>>,
     delay: Duration,
+    case_gate: Option<Arc<tokio::sync::Semaphore>>,
     counters: Arc<FakeCounters>,
 }
 
@@ -67,6 +68,7 @@ impl ScriptedClient {
             }),
             preflight: None,
             delay: Duration::ZERO,
+            case_gate: None,
             counters: Arc::default(),
         }
     }
@@ -91,6 +93,14 @@ impl ScriptedClient {
     }
 
     /// Makes every run take this long (a tokio sleep), to test concurrency.
+    /// Cases that end one after another, each when `gate` gives a permit
+    /// (after `delay`), each told to the request's [`crate::CaseSink`] as
+    /// it ends: a test decides when each case ends.
+    pub fn with_case_gate(mut self, gate: Arc<tokio::sync::Semaphore>) -> Self {
+        self.case_gate = Some(gate);
+        self
+    }
+
     pub fn with_delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
         self
@@ -134,13 +144,17 @@ impl Drop for CancelGuard {
 }
 
 impl ScriptedClient {
-    async fn run(
+    async fn run_checked(
         &self,
-        program: &[u8],
+        request: &RunRequest<'_>,
         profile: &RuntimeProfile,
-        files: &crate::files::ProgramFiles,
-        invocations: &[Invocation],
     ) -> Result<ProgramRun, SandboxError> {
+        let RunRequest {
+            program,
+            files,
+            invocations,
+            ..
+        } = *request;
         profile.check_invocations(invocations)?;
         files.check_for(profile)?;
         self.counters.started.fetch_add(1, Ordering::SeqCst);
@@ -151,20 +165,32 @@ impl ScriptedClient {
         if !self.delay.is_zero() {
             tokio::time::sleep(self.delay).await;
         }
-        let request = FakeRequest {
+        let scripted = FakeRequest {
             program: program.to_vec(),
             profile: profile.name.clone(),
             invocations: invocations.to_vec(),
             limits: profile.limits.clone(),
             files: files.clone(),
         };
-        let result = (self.responder)(&request).map(|events| ProgramRun {
+        let result = (self.responder)(&scripted).map(|events| ProgramRun {
             profile: profile.name.clone(),
             program_sha256: sha256_hex(program),
             events,
             sandbox_warnings: Vec::new(),
             compile: None,
         });
+        if let Ok(run) = &result {
+            for (index, event) in run.events.iter().enumerate() {
+                if let Some(gate) = &self.case_gate
+                    && let Ok(permit) = gate.acquire().await
+                {
+                    permit.forget();
+                }
+                if let Some(sink) = &request.on_case {
+                    sink.report(index, event, run.compile.as_ref());
+                }
+            }
+        }
         guard.done = true;
         self.counters.completed.fetch_add(1, Ordering::SeqCst);
         result
@@ -176,50 +202,17 @@ impl SandboxClient for ScriptedClient {
         self.profiles.iter().collect()
     }
 
-    fn execute<'a>(
+    fn run<'a>(
         &'a self,
-        program: &'a [u8],
-        profile: &'a str,
-        invocations: &'a [Invocation],
+        request: RunRequest<'a>,
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         Box::pin(async move {
-            let Some(found) = self.profile(profile) else {
-                return Err(SandboxError::unknown_profile(profile, &self.profiles));
+            let name = request.profile_name();
+            let Some(own) = self.profile(name) else {
+                return Err(SandboxError::unknown_profile(name, &self.profiles));
             };
-            self.run(program, found, &Default::default(), invocations)
-                .await
-        })
-    }
-
-    fn execute_variant<'a>(
-        &'a self,
-        program: &'a [u8],
-        variant: &'a RuntimeProfile,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        Box::pin(async move {
-            let Some(found) = self.profile(&variant.name) else {
-                return Err(SandboxError::unknown_profile(&variant.name, &self.profiles));
-            };
-            SandboxError::check_variant(found, variant)?;
-            self.run(program, variant, &Default::default(), invocations)
-                .await
-        })
-    }
-
-    fn execute_with_files<'a>(
-        &'a self,
-        program: &'a [u8],
-        variant: &'a RuntimeProfile,
-        files: &'a crate::files::ProgramFiles,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        Box::pin(async move {
-            let Some(found) = self.profile(&variant.name) else {
-                return Err(SandboxError::unknown_profile(&variant.name, &self.profiles));
-            };
-            SandboxError::check_variant(found, variant)?;
-            self.run(program, variant, files, invocations).await
+            let profile = request.profile_against(own)?;
+            self.run_checked(&request, profile).await
         })
     }
 

@@ -28,6 +28,16 @@ pub const MAX_FILE_PATH_BYTES: usize = 1024;
 #[serde(transparent)]
 pub struct ProgramFiles(BTreeMap<String, ByteString>);
 
+/// The empty set, for a request that brings no files.
+static NO_FILES: ProgramFiles = ProgramFiles(BTreeMap::new());
+
+impl ProgramFiles {
+    /// No files: the program alone.
+    pub fn none() -> &'static ProgramFiles {
+        &NO_FILES
+    }
+}
+
 /// Why a program's files were refused.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum InvalidFiles {

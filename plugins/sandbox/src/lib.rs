@@ -28,7 +28,10 @@ pub use behaviour::{
 pub use bytes::ByteString;
 pub use canonical::{canonical_json, sha256_hex};
 pub use capture::StreamCapture;
-pub use client::{BoxFuture, Preflight, SandboxClient, SandboxError};
+pub use client::{
+    BoxFuture, CaseDone, CaseSink, Preflight, RunProfile, RunRequest, SandboxClient,
+    SandboxClientExt, SandboxError,
+};
 pub use files::{InvalidFiles, MAX_FILES, MAX_FILES_BYTES, ProgramFiles};
 pub use invocation::{Invocation, InvocationError, MAX_ARG_BYTES, MAX_ARGV_BYTES, MAX_STDIN_BYTES};
 pub use owner::{

@@ -10,11 +10,12 @@
 //! Needs `scripts/setup-wasi.sh` and a `python3` on PATH.
 //! Run: `cargo bench -p progscore-wasi --bench throughput`.
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use progscore_sandbox::{Invocation, Outcome, ProfileSpec, RuntimeProfile, SandboxClient};
+use progscore_sandbox::{Invocation, Outcome, ProfileSpec, RuntimeProfile};
 use progscore_wasi::{Execution, WasiClient, WasiOptions, WorkerCommand};
 
 const FRAGMENT: &str = "/var/cache/progscore/wasi-profile.toml";

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use progscore_sandbox::timing::{ALONE_RUNS, alone_run_warning};
 use progscore_sandbox::{
-    Backend, Behaviour, BoxFuture, Invocation, InvocationEvent, Outcome, Owner, Preflight,
-    ProgramFiles, ProgramRun, Provenance, RuntimeProfile, SandboxClient, SandboxError, sha256_hex,
+    Backend, Behaviour, BoxFuture, CaseSink, Invocation, InvocationEvent, Outcome, Owner,
+    Preflight, ProgramFiles, ProgramRun, Provenance, RunRequest, RuntimeProfile, SandboxClient,
+    SandboxError, sha256_hex,
 };
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -157,12 +158,13 @@ impl WasiClient {
         Ok(done)
     }
 
-    async fn run(
+    async fn run_program(
         &self,
         program: &[u8],
         profile: &RuntimeProfile,
         files: &ProgramFiles,
         invocations: &[Invocation],
+        on_case: Option<&CaseSink>,
     ) -> Result<ProgramRun, SandboxError> {
         profile.check_invocations(invocations)?;
         // The guest's program is `main.py` in its folder, whatever the
@@ -177,7 +179,11 @@ impl WasiClient {
         let mut fault: Option<String> = None;
         for (index, invocation) in invocations.iter().enumerate() {
             if let Some(reason) = &fault {
-                events.push(InvocationEvent::not_run(reason.clone()));
+                record(
+                    &mut events,
+                    on_case,
+                    InvocationEvent::not_run(reason.clone()),
+                );
                 continue;
             }
             let trace = match &profile.trace {
@@ -189,7 +195,7 @@ impl WasiClient {
                     Err(e) => {
                         let message = format!("could not create the traced guest's root: {e}");
                         fault = Some(format!("invocation {index} hit a sandbox error: {message}"));
-                        events.push(sandbox_error_event(message));
+                        record(&mut events, on_case, sandbox_error_event(message));
                         continue;
                     }
                 },
@@ -208,7 +214,7 @@ impl WasiClient {
                     Err(e) => {
                         let message = format!("could not create the scratch folder: {e}");
                         fault = Some(format!("invocation {index} hit a sandbox error: {message}"));
-                        events.push(sandbox_error_event(message));
+                        record(&mut events, on_case, sandbox_error_event(message));
                         continue;
                     }
                 }
@@ -269,20 +275,24 @@ impl WasiClient {
             if let Outcome::SandboxError { message } = &reply.outcome {
                 fault = Some(format!("invocation {index} hit a sandbox error: {message}"));
             }
-            events.push(InvocationEvent {
-                outcome: reply.outcome,
-                stdout: reply.stdout,
-                stderr: reply.stderr,
-                duration_ms: reply.duration_ms,
-                usage: reply.usage,
-                provenance: Some(self.provenance(profile, &prepared.runtime, argv)),
-                // A guest that never ran (a sandbox error) has no trace.
-                behaviour: profile.trace.as_ref().map(|_| {
-                    reply.behaviour.unwrap_or_else(|| {
-                        Behaviour::not_traced("the guest failed before its trace began")
-                    })
-                }),
-            });
+            record(
+                &mut events,
+                on_case,
+                InvocationEvent {
+                    outcome: reply.outcome,
+                    stdout: reply.stdout,
+                    stderr: reply.stderr,
+                    duration_ms: reply.duration_ms,
+                    usage: reply.usage,
+                    provenance: Some(self.provenance(profile, &prepared.runtime, argv)),
+                    // A guest that never ran (a sandbox error) has no trace.
+                    behaviour: profile.trace.as_ref().map(|_| {
+                        reply.behaviour.unwrap_or_else(|| {
+                            Behaviour::not_traced("the guest failed before its trace began")
+                        })
+                    }),
+                },
+            );
         }
         if let Err(e) = workspace.close() {
             warnings.push(e);
@@ -402,42 +412,20 @@ impl SandboxClient for WasiClient {
             .collect()
     }
 
-    fn execute<'a>(
+    fn run<'a>(
         &'a self,
-        program: &'a [u8],
-        profile: &'a str,
-        invocations: &'a [Invocation],
+        request: RunRequest<'a>,
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         Box::pin(async move {
-            let profile = self.wasi_profile(profile)?;
-            self.run(program, profile, &ProgramFiles::default(), invocations)
-                .await
-        })
-    }
-
-    fn execute_variant<'a>(
-        &'a self,
-        program: &'a [u8],
-        variant: &'a RuntimeProfile,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        Box::pin(async move {
-            SandboxError::check_variant(self.wasi_profile(&variant.name)?, variant)?;
-            self.run(program, variant, &ProgramFiles::default(), invocations)
-                .await
-        })
-    }
-
-    fn execute_with_files<'a>(
-        &'a self,
-        program: &'a [u8],
-        variant: &'a RuntimeProfile,
-        files: &'a ProgramFiles,
-        invocations: &'a [Invocation],
-    ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
-        Box::pin(async move {
-            SandboxError::check_variant(self.wasi_profile(&variant.name)?, variant)?;
-            self.run(program, variant, files, invocations).await
+            let profile = request.profile_against(self.wasi_profile(request.profile_name())?)?;
+            self.run_program(
+                request.program,
+                profile,
+                request.files,
+                request.invocations,
+                request.on_case.as_ref(),
+            )
+            .await
         })
     }
 
@@ -454,6 +442,14 @@ impl SandboxClient for WasiClient {
             ))
         })
     }
+}
+
+/// Records a case's event, telling it to the request's sink.
+fn record(events: &mut Vec<InvocationEvent>, on_case: Option<&CaseSink>, event: InvocationEvent) {
+    if let Some(sink) = on_case {
+        sink.report(events.len(), &event, None);
+    }
+    events.push(event);
 }
 
 /// The owner kind of WASI clients: their owners are named `progscore-wasi-…`.

@@ -12,6 +12,7 @@
 //! others wait ([`compiled`]): two compiles at once of the 100 MB module
 //! took minutes each on 2 cores.
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;

@@ -1,5 +1,6 @@
 //! `progscore run`: execute only, print the run.
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
@@ -7,7 +8,7 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use progscore_runtime::backends::Backends;
 use progscore_runtime::config::Config;
-use progscore_sandbox::{ByteString, Invocation, SandboxClient};
+use progscore_sandbox::{ByteString, Invocation};
 
 use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, Terminations};
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use progscore_evidence::{EvidenceStore, Observation};
-use progscore_sandbox::SandboxClient;
+use progscore_sandbox::{CaseSink, RunRequest, SandboxClient};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -155,6 +155,7 @@ impl ProgramExecutionSource {
         program: &Arc<[u8]>,
         fresh: bool,
         cancel: &CancellationToken,
+        on_case: Option<&CaseSink>,
     ) -> Result<Evidence, ScoringError> {
         let (mut seat, mut result, origin) = {
             let mut flights = lock(&self.flights);
@@ -190,7 +191,8 @@ impl ProgramExecutionSource {
                             });
                         }
                     }
-                    let (key, id, result) = self.start(&mut flights, attempt, program, fresh);
+                    let (key, id, result) =
+                        self.start(&mut flights, attempt, program, fresh, on_case.cloned());
                     (self.seat(&key, id), result, EvidenceUse::Ran)
                 }
             }
@@ -242,6 +244,7 @@ impl ProgramExecutionSource {
         attempt: &Attempt,
         program: &Arc<[u8]>,
         fresh: bool,
+        on_case: Option<CaseSink>,
     ) -> (String, u64, watch::Receiver<Option<FlightResult>>) {
         let id = flights.next_id;
         flights.next_id += 1;
@@ -262,7 +265,7 @@ impl ProgramExecutionSource {
             fresh,
         };
         let task = tokio::spawn(async move {
-            let found = fly(client, turn, attempt, program).await;
+            let found = fly(client, turn, attempt, program, on_case).await;
             // Fails only if every receiver is gone, and then nobody wants it.
             let _ = sender.send(Some(found));
         });
@@ -306,6 +309,7 @@ async fn fly(
     turn: Turn,
     attempt: Attempt,
     program: Arc<[u8]>,
+    on_case: Option<CaseSink>,
 ) -> FlightResult {
     let lease = match turn.wait(&attempt).await {
         Waited::Stored(observation) => {
@@ -317,18 +321,14 @@ async fn fly(
         }
         Waited::Run(lease) => lease,
     };
-    let result = match &attempt.variant {
+    let mut request = match &attempt.variant {
         Some(variant) => {
-            client
-                .execute_with_files(&program, variant, &attempt.files, &attempt.invocations)
-                .await
+            RunRequest::variant(&program, variant, &attempt.invocations).with_files(&attempt.files)
         }
-        None => {
-            client
-                .execute(&program, &attempt.profile, &attempt.invocations)
-                .await
-        }
+        None => RunRequest::new(&program, &attempt.profile, &attempt.invocations),
     };
+    request.on_case = on_case;
+    let result = client.run(request).await;
     // A refusal drops the lease here: nothing will be stored, and a waiting
     // process tries for itself.
     let observation = observation_from_run(&attempt, result, turn.fresh)?;

@@ -3,6 +3,7 @@
 //! sandbox error, while what the program does to itself (a SIGKILL under
 //! gVisor, `exit(137)`, filling the page cache) stays its own.
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 

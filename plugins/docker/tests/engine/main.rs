@@ -9,6 +9,7 @@ mod kills;
 mod pool;
 mod proxy;
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

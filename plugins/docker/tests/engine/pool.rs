@@ -6,6 +6,7 @@
 
 use super::*;
 use progscore_docker::{Capacity, Endpoint, EngineOptions};
+use progscore_sandbox::SandboxClientExt as _;
 
 fn second_socket() -> PathBuf {
     let url = std::env::var("PROGSCORE_SECOND_ENGINE")

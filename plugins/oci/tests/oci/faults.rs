@@ -4,6 +4,7 @@
 //! (undetermined, never stored), never a wrong exit code; a rerun completes;
 //! nothing is left behind. And what a program that exits 137 by itself gets.
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use progscore_oci::OciClient;
-use progscore_sandbox::{Invocation, Outcome, SandboxClient};
+use progscore_sandbox::{Invocation, Outcome};
 
 use super::{client, leftovers, run, stdout};
 

@@ -5,6 +5,7 @@
 //! (`tests/conformance`); the sweep after a killed progscore and SIGTERM are
 //! in the end-to-end signals tests, which drive the binary.
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

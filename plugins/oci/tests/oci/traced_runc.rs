@@ -2,11 +2,11 @@
 //! recorded, the policy is unchanged (refused calls still fail as before),
 //! ordinary and threaded programs give clean traces and never hang.
 
+use progscore_sandbox::SandboxClientExt as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use progscore_oci::{OciClient, OciOptions};
-use progscore_sandbox::SandboxClient;
 use progscore_sandbox::behaviour::{Action, FileAccess};
 use progscore_sandbox::{
     Behaviour, BehaviourTrace, Invocation, Outcome, RuntimeProfile, TraceSpec,
