@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use progscore_sandbox::{Invocation, RuntimeProfile, SandboxError};
+use progscore_sandbox::{CaseSink, Invocation, RuntimeProfile, SandboxError};
 use progscore_scoring::{ProgramInput, ScoreRequest, ScoringError, ScoringExpectation, store_call};
 
 use crate::error::ApiError;
@@ -50,6 +50,17 @@ pub(crate) async fn run_alone(
     state: &Arc<AppState>,
     job: ProgramJob,
     field: &(dyn Fn(Part) -> String + Sync),
+) -> Result<Executed, JobError> {
+    run_alone_telling(state, job, field, None).await
+}
+
+/// [`run_alone`], telling each case's event to `on_case` as the backend
+/// decides it (a gathered run answers its requests from them).
+pub(crate) async fn run_alone_telling(
+    state: &Arc<AppState>,
+    job: ProgramJob,
+    field: &(dyn Fn(Part) -> String + Sync),
+    on_case: Option<CaseSink>,
 ) -> Result<Executed, JobError> {
     let (profile, queue) = admit(state, &job, field)?;
     let asked = std::time::Instant::now();
@@ -96,6 +107,7 @@ pub(crate) async fn run_alone(
         .fresh(job.fresh || state.settings().fresh)
         .cancel(cancel);
     request.item_id = job.item_id;
+    request.on_case = on_case;
     let task = state.tracker().spawn({
         let state = state.clone();
         async move {

@@ -127,6 +127,73 @@ async fn gathered_requests_share_the_build_and_nothing_else() {
 }
 
 #[tokio::test]
+async fn each_gathered_request_is_answered_when_its_own_case_ends() {
+    // The cases end when the test says: one permit, one case.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let served = Arc::new(
+        Served::with_client("", |client| {
+            client.with_responder(squares).with_case_gate(gate.clone())
+        })
+        .await,
+    );
+    let send = |stdin: &'static str| {
+        let served = served.clone();
+        tokio::spawn(async move { served.post("/v1/run", run_body(stdin)).await })
+    };
+    let (mut two, mut three, mut four) = (send("2"), send("3"), send("4"));
+    // The first case ends: its request is answered while the others' cases
+    // have not ended.
+    gate.add_permits(1);
+    // (Bounded: a server that answers only at the run's end never answers here.)
+    let (first, first_stdin) = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::select! {
+            answer = &mut two => (answer, "2"),
+            answer = &mut three => (answer, "3"),
+            answer = &mut four => (answer, "4"),
+        }
+    })
+    .await
+    .expect("a request is answered once its own case has ended");
+    let (status, _, body) = first.expect("the request's task");
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let events = body["run"]["events"].as_array().expect("events");
+    assert_eq!(events.len(), 1, "{body}");
+    let answered = events[0]["stdout"]["data"].clone();
+    assert!(
+        ["4\n", "9\n", "16\n"].contains(&answered.as_str().unwrap_or_default()),
+        "{body}"
+    );
+    let waiting = [("2", &two), ("3", &three), ("4", &four)]
+        .into_iter()
+        .filter(|(stdin, task)| *stdin != first_stdin && !task.is_finished())
+        .count();
+    assert_eq!(
+        waiting, 2,
+        "the other cases have not ended: nothing else is answered"
+    );
+    assert_eq!(served.runs(), 1, "one gathered run");
+    // The rest end; every request gets its own case.
+    gate.add_permits(2);
+    for (stdin, task, own) in [("2", two, "4\n"), ("3", three, "9\n"), ("4", four, "16\n")] {
+        if stdin == first_stdin {
+            continue;
+        }
+        let (status, _, body) = task.await.expect("the request's task");
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["run"]["events"][0]["stdout"]["data"], own, "{body}");
+    }
+    // Each case's observation is stored once, as its own attempt's.
+    let (status, observation) = served
+        .get(&format!(
+            "/v1/observations/{}",
+            body["observation_id"].as_str().expect("an id")
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{observation}");
+    assert_eq!(observation["run"]["events"][0]["stdout"]["data"], answered);
+}
+
+#[tokio::test]
 async fn gathered_requests_run_once() {
     let served = Served::new("", squares, Duration::ZERO).await;
     let answers = futures_util::future::join_all(

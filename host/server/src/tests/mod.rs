@@ -61,6 +61,18 @@ impl Served {
         + 'static,
         delay: std::time::Duration,
     ) -> Served {
+        Served::with_client(serve, |client| {
+            client.with_responder(responder).with_delay(delay)
+        })
+        .await
+    }
+
+    /// The state for `CONFIG` with `serve`, its scripted client as
+    /// `configure` makes it.
+    async fn with_client(
+        serve: &str,
+        configure: impl FnOnce(ScriptedClient) -> ScriptedClient,
+    ) -> Served {
         let folder = tempfile::tempdir().expect("a temporary folder");
         let path = folder.path().join("progscore.toml");
         // Defaults for the tests: two in flight, a gathering window wide
@@ -77,9 +89,7 @@ impl Served {
         let text = CONFIG.replace("[serve]\n", &format!("[serve]\n{serve}\n"));
         std::fs::write(&path, &text).expect("the config written");
         let config = Config::parse(&path, &text).expect("the test config parses");
-        let client = ScriptedClient::new(config.profiles.clone())
-            .with_responder(responder)
-            .with_delay(delay);
+        let client = configure(ScriptedClient::new(config.profiles.clone()));
         let session = Session::with_sandbox(&config, Arc::new(client.clone())).expect("a session");
         let state = AppState::new(config, session).expect("the state");
         state
