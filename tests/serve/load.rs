@@ -60,7 +60,18 @@ fn a_full_queue_answers_504_at_once_which_verl_retries() {
     assert!(body["message"].as_str().unwrap().contains("busy"), "{body}");
     for holder in holders {
         let (status, body) = holder.join().unwrap().unwrap();
-        assert_eq!(status, 200, "{body}");
+        // A loop: a proven timeout, or (the machine too busy to prove it)
+        // the 504 verl retries; never a success.
+        if status == 504 {
+            assert!(
+                body["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("timeout is not proven")),
+                "{body}"
+            );
+        } else {
+            assert_eq!(status, 200, "{body}");
+        }
         assert_ne!(body["status"], "Success", "{body}");
     }
     assert_eq!(

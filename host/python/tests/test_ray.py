@@ -108,6 +108,16 @@ def run_cli(config: pathlib.Path, address: str, batch: pathlib.Path, *extra: str
     )
 
 
+def with_cpu_limits(config: pathlib.Path) -> None:
+    """Gives the profiles a CPU-time limit below their wall-clock one: the
+    example batch's infinite loop is documented `false`, a proven timeout,
+    which only a CPU-time limit gives on a busy machine (under the
+    wall-clock limit alone a starved loop is rightly left undetermined)."""
+    text = config.read_text()
+    assert 'timeout = "10s"' in text, "the generated config's limits changed: update this helper"
+    config.write_text(text.replace('timeout = "10s"', 'timeout = "10s"\ncpu_time = "3s"'))
+
+
 def verdicts_of(stdout: str) -> dict[str, str]:
     words = {True: "true", False: "false", None: "undetermined"}
     return {line["id"]: words[line["value"]] for line in map(json.loads, stdout.splitlines())}
@@ -117,6 +127,7 @@ async def test_the_example_batch_runs_on_both_workers_with_every_verdict_right_a
     cluster: tuple[Cluster, list[Any]], config: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     head, _ = cluster
+    with_cpu_limits(config)
     batch = REPO / "examples" / "batch.jsonl"
     # This process holds the node runtimes between the two commands, to read
     # their figures.
@@ -389,6 +400,7 @@ def test_a_node_that_cannot_run_a_profile_gets_none_of_its_programs(
     cluster: tuple[Cluster, list[Any]], config: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     head, _ = cluster
+    with_cpu_limits(config)
     # A bad line is named and the good ones are scored (as `progscore score`).
     batch = tmp_path / "batch.jsonl"
     shutil.copytree(REPO / "examples" / "programs", tmp_path / "programs")

@@ -10,6 +10,7 @@ the status each gets. Prints one line per check and exits non-zero on the
 first wrong conclusion.
 """
 
+import base64
 import sys
 
 import httpx
@@ -36,6 +37,24 @@ EXPECTED = {
 }
 
 
+def unproven_timeout(submission):
+    """Judge0's Internal Error for a timeout the machine was too busy to
+    prove (the retried form, never a verdict): the loop's honest answer on
+    a loaded machine."""
+    message = submission.message or ""
+    try:
+        message = base64.b64decode(message, validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        pass
+    return submission.status == Status.INTERNAL_ERROR and "timeout is not proven" in message
+
+
+def concludes(submission, language, kind):
+    if submission.status in expected_status(language, kind):
+        return True
+    return kind == "loop" and unproven_timeout(submission)
+
+
 def expected_status(language, kind):
     if kind == "compile_error":
         # Python has no build step: its syntax error is a run that exits 1.
@@ -59,7 +78,7 @@ for language, programs in PROGRAMS.items():
     for kind, code in programs.items():
         submission = judge0.run(client=client, source_code=code, language=language,
                                 stdin="3\n", expected_output="9\n")
-        check(f"sdk run {language} {kind}", submission.status in expected_status(language, kind),
+        check(f"sdk run {language} {kind}", concludes(submission, language, kind),
               (submission.status, submission.stdout, submission.stderr, submission.message,
                submission.compile_output))
         if kind == "correct":
@@ -87,7 +106,7 @@ submissions = judge0.async_run(client=client, submissions=submissions)
 check("batch gives every submission a token", all(s.token for s in submissions), submissions)
 submissions = judge0.wait(client=client, submissions=submissions)
 for (language, kind), submission in zip(kinds, submissions):
-    check(f"batch {language} {kind}", submission.status in expected_status(language, kind),
+    check(f"batch {language} {kind}", concludes(submission, language, kind),
           (submission.status, submission.message))
 
 # Additional files (the SDK zips them): beside the program, read by a

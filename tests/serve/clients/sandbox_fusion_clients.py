@@ -33,8 +33,26 @@ def check(what, ok, detail):
         sys.exit(1)
 
 
+UNPROVEN = "timeout is not proven"
+
+
+def sdk_call(call, request, **options):
+    """The SDK's answer, or the error it gave up with when the server said
+    (504, the form verl and the SDK retry) that a timeout could not be
+    proven on this loaded machine: never a verdict."""
+    try:
+        return call(request, **options)
+    except Exception as error:  # noqa: BLE001 - the SDK raises a bare Exception
+        if UNPROVEN in str(error):
+            return error
+        raise
+
+
 def sdk_expectation(language, kind, response):
-    """What the SDK's response must say for each kind of program."""
+    """What the SDK's response must say for each kind of program (a loop
+    may come back as a timeout the machine could not prove)."""
+    if isinstance(response, BaseException):
+        return kind == "loop" and UNPROVEN in str(response)
     run = response.run_result
     if kind == "correct":
         return response.status == RunStatus.Success and run.stdout.strip() == "9"
@@ -67,7 +85,7 @@ def requests_for(language):
 # The SDK, one request at a time.
 for language in PROGRAMS:
     for kind, request in requests_for(language):
-        response = run_code(request, max_attempts=1)
+        response = sdk_call(run_code, request, max_attempts=1)
         check(f"sdk run_code {language} {kind}", sdk_expectation(language, kind, response),
               response)
 
@@ -97,7 +115,7 @@ check("sdk run_code cpp files (a header beside the program)",
 async def all_async():
     pending = [(language, kind, run_code_async(request, max_attempts=1))
                for language in PROGRAMS for kind, request in requests_for(language)]
-    results = await asyncio.gather(*(p[2] for p in pending))
+    results = await asyncio.gather(*(p[2] for p in pending), return_exceptions=True)
     for (language, kind, _), response in zip(pending, results):
         check(f"sdk run_code_async {language} {kind}", sdk_expectation(language, kind, response),
               response)
@@ -108,7 +126,8 @@ asyncio.run(all_async())
 # The SDK's thread pool helper.
 pairs = [(language, kind, request) for language in PROGRAMS
          for kind, request in requests_for(language)]
-responses = run_concurrent(run_code, args=[[p[2]] for p in pairs], concurrency=8)
+responses = run_concurrent(lambda request: sdk_call(run_code, request),
+                           args=[[p[2]] for p in pairs], concurrency=8)
 for (language, kind, _), response in zip(pairs, responses):
     check(f"sdk run_concurrent {language} {kind}", sdk_expectation(language, kind, response),
           response)
@@ -134,7 +153,10 @@ for language in PROGRAMS:
             expected = -4 if language == "cpp" else -2
         else:
             expected = VERL_EXPECTED[kind]
+        # A loop's timeout the machine could not prove stays undetermined
+        # through verl's retries (-1, never a pass).
+        allowed = {expected, -1} if kind == "loop" else {expected}
         check(f"verl check_correctness {language} {kind}",
-              results == [expected] * 3, (results, metadata))
+              len(results) == 3 and set(results) <= allowed, (results, metadata))
 
 print("all clients agree", flush=True)
