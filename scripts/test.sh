@@ -46,10 +46,14 @@ languages_log="$(mktemp)"
 languages_pid=$!
 # Formatting first: it takes a second and says at once what to fix.
 phase "format" cargo fmt --all --check
-# The end-to-end tests drive the built binary. Built with the features the
-# tests resolve (the whole workspace, all features): `-p progscore` alone
-# resolves others and compiles much of the graph a second time.
-phase --required "build" cargo build --locked --workspace --all-features --bins
+# Everything is compiled once, here: the binaries the end-to-end tests
+# drive, the libraries (the Python extension among them) and the test
+# binaries, with the features the tests resolve (the whole workspace, all
+# features, dev-dependencies included: building the binaries alone resolves
+# other features, and the test build then compiled much of the graph a
+# second time).
+phase --required "build (binaries, libraries and tests, once)" \
+    cargo build --locked --workspace --all-features --bins --lib --tests
 language_images() {
     if ! wait "$languages_pid"; then
         cat "$languages_log" >&2
@@ -58,21 +62,15 @@ language_images() {
     grep -E 'built|ready|second-engine\]' "$languages_log" >&2 || true
 }
 phase --required "language images and the second engine (beside the build)" language_images
-# The caches the tests share, warmed once beside the test build: `doctor`
-# compiles the WASI module into progscore's cache and unpacks the OCI
-# images (quick once done; on a fresh machine this is the one compile of
-# the module, where test processes starting together would each compile
-# it). A failure here is the tests' to report.
-doctor_log="$(mktemp)"
-target/debug/progscore doctor > "$doctor_log" 2>&1 &
-doctor_pid=$!
-# The test binaries are compiled first, alone: cargo holds the target
-# folder's lock while it compiles, and releases it while the tests run.
-phase "test build" cargo test --workspace --all-features --locked --no-run
+# The caches the tests share, warmed once before them: `doctor` compiles
+# the WASI module into progscore's cache and unpacks the OCI images (quick
+# once done; on a fresh machine this is the one compile of the module,
+# where test processes starting together would each compile it). A failure
+# here is the tests' to report.
 caches() {
-    wait "$doctor_pid" || echo "[test] progscore doctor: $(tail -5 "$doctor_log")" >&2
+    target/debug/progscore doctor > "$1" 2>&1 || echo "[test] progscore doctor: $(tail -5 "$1")" >&2
 }
-phase "caches (progscore doctor, beside the test build)" caches
+phase "caches (progscore doctor)" caches "$(mktemp)"
 # Beside the tests, which mostly wait on containers: the lints (a check
 # build of their own, the same target folder, whose lock is free while the
 # tests run) and the guests' unit tests (a workspace and target folder of
@@ -90,19 +88,6 @@ beside_failed="$(mktemp)"
     printf '%s\n' "${failed[@]}" > "$beside_failed"
 ) > "$beside_log" 2>&1 &
 beside_pid=$!
-phase "tests" cargo test --workspace --all-features --locked --no-fail-fast "$@"
-beside() {
-    wait "$beside_pid" || true
-    cat "$beside_log" >&2
-    local name
-    while IFS= read -r name; do
-        if [[ -n "$name" ]]; then
-            failed+=("$name")
-        fi
-    done < "$beside_failed"
-}
-# Its time is what the tests' end still waited for them.
-phase "clippy and guest unit tests (beside the tests): the wait after them" beside
 # The Python package: built into a cached virtual environment (with the
 # workspace's dev build, so nothing is compiled twice), tested with pytest
 # against the real engine; its example, tests and benchmark checked by mypy --strict.
@@ -117,13 +102,126 @@ python_package() {
         python3 -m venv "$venv" || return
     fi
     "$venv/bin/pip" install -q -r host/python/requirements-test.txt || return
-    PATH="$venv/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" \
-        "$venv/bin/pip" install -q --no-build-isolation --force-reinstall --no-deps ./host/python ||
-        return
+    # The package as it is installed (its Python files and the extension),
+    # put together from the workspace's build: the extension is the build's
+    # own `lib_native.so` (the `--lib` of the build phase, features as the
+    # workspace resolves them), so nothing is compiled again for it. The
+    # venv finds it through a .pth file; an installed wheel is removed first.
+    local package="$REPO_ROOT/target/python-package" site
+    rm -rf "$package" && mkdir -p "$package" || return
+    cp -r host/python/python/progscore "$package/" || return
+    cp target/debug/lib_native.so "$package/progscore/_native.so" || return
+    site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || return
+    "$venv/bin/pip" uninstall -q -y progscore 2>/dev/null || true
+    echo "$package" > "$site/progscore-workspace.pth" || return
     (cd host/python && "$venv/bin/python" -m pytest -q -p no:cacheprovider) || return
     (cd host/python && "$venv/bin/python" -m mypy --strict --cache-dir /var/cache/progscore/mypy tests benches)
 }
-phase "python package" python_package
+# The tests mostly wait on containers and engines, so their binaries run
+# side by side: TEST_LANES at once (3 by default), the longest first, each
+# binary's output kept in a log of its own and printed when it ends (whole
+# when it failed). The Python package's tests are one of them. The outage
+# tests stop the engines themselves, so they run alone, after the others.
+# With arguments (a test's name, `-- --ignored`...), one `cargo test` with
+# them, as before.
+TEST_LANES="${TEST_LANES:-3}"
+CARGO_TEST=(cargo test --workspace --all-features --locked --no-fail-fast)
+# Longest first (seconds on a fresh clone of the 2-core machine, roughly):
+# the order only decides how evenly the lanes end.
+TEST_JOBS=(
+    "e2e (languages, pipes, signals, kills):--test e2e -- languages:: pipes:: signals:: kills::"
+    "e2e (the rest):--test e2e -- --skip languages:: --skip pipes:: --skip signals:: --skip kills::"
+    "serve:--test serve"
+    "python package:python"
+    "conformance:--test conformance"
+    "load:--test load"
+    "docker engine:--test engine"
+    "wasi:--test wasi"
+    "behaviour:--test behaviour"
+    "oci:--test oci"
+    "unit tests:--lib --bins"
+    "doc tests:--doc"
+    "oci image:--test image"
+    "comparators:--test all --test wasm_comparators"
+    "scoring and evidence:--test scoring --test evidence --test gather"
+)
+test_job() {
+    local spec="$1"
+    if [[ "$spec" == python ]]; then
+        python_package
+    else
+        # shellcheck disable=SC2086 # the spec is cargo's target flags
+        "${CARGO_TEST[@]}" $spec
+    fi
+}
+tests_in_lanes() {
+    local logs
+    logs="$(mktemp -d)"
+    local -A started=() names=()
+    local status=0 index=0 running=0 pid job name
+    report() {
+        local pid="$1" code="$2" name="${names[$1]}"
+        local took=$((SECONDS - started[$1]))
+        if ((code == 0)); then
+            grep -E '^test result:|passed|failed' "$logs/$pid.log" | tail -3 >&2 || true
+            echo "[test] tests: ${name}: ${took} s" >&2
+        else
+            cat "$logs/$pid.log" >&2
+            echo "[test] tests: ${name}: FAILED (status ${code}) after ${took} s" >&2
+            status=1
+        fi
+    }
+    while ((index < ${#TEST_JOBS[@]} || running > 0)); do
+        while ((index < ${#TEST_JOBS[@]} && running < TEST_LANES)); do
+            job="${TEST_JOBS[$index]}"
+            index=$((index + 1))
+            name="${job%%:*}"
+            test_job "${job#*:}" > "$logs/next.log" 2>&1 &
+            pid=$!
+            mv "$logs/next.log" "$logs/$pid.log"
+            started[$pid]=$SECONDS
+            names[$pid]="$name"
+            running=$((running + 1))
+            echo "[test] tests: ${name}: started" >&2
+        done
+        # Only this pool's jobs (the lints beside are another's).
+        local code=0 done_pid=""
+        wait -n -p done_pid "${!names[@]}" || code=$?
+        running=$((running - 1))
+        report "$done_pid" "$code"
+        unset "names[$done_pid]"
+    done
+    echo "[test] tests: outage (alone): started" >&2
+    local alone=$SECONDS
+    if "${CARGO_TEST[@]}" --test outage > "$logs/outage.log" 2>&1; then
+        grep -E '^test result:' "$logs/outage.log" >&2 || true
+        echo "[test] tests: outage: $((SECONDS - alone)) s" >&2
+    else
+        cat "$logs/outage.log" >&2
+        echo "[test] tests: outage: FAILED after $((SECONDS - alone)) s" >&2
+        status=1
+    fi
+    rm -rf "$logs"
+    return "$status"
+}
+if (($# > 0)); then
+    phase "tests" "${CARGO_TEST[@]}" "$@"
+    phase "python package" python_package
+else
+    phase "tests (${TEST_LANES} lanes)" tests_in_lanes
+fi
+beside() {
+    wait "$beside_pid" || true
+    cat "$beside_log" >&2
+    local name
+    while IFS= read -r name; do
+        if [[ -n "$name" ]]; then
+            failed+=("$name")
+        fi
+    done < "$beside_failed"
+}
+# Its time is what the tests' end still waited for them.
+phase "clippy and guest unit tests (beside the tests): the wait after them" beside
 echo "[test] total: $SECONDS s" >&2
 if ((${#failed[@]} > 0)); then
     echo "[test] failed phases: ${failed[*]}" >&2
