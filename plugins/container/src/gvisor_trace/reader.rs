@@ -224,11 +224,7 @@ impl Reader {
         };
         let cwd = cwd(open.context_data.as_ref());
         let fd_path = text(&open.fd_path);
-        let view = PointView {
-            cwd: &cwd,
-            dirfd,
-            fd_path: &fd_path,
-        };
+        let view = PointView::new(&cwd, dirfd, &fd_path);
         let path = resolve_path(
             &view,
             dirfd,
@@ -257,12 +253,8 @@ impl Reader {
         } else {
             AT_FDCWD
         };
-        let view = PointView {
-            cwd: &cwd,
-            dirfd,
-            fd_path: &fd_path,
-        };
-        let path = if exec.sysno == SYS_EXECVEAT
+        let view = PointView::new(&cwd, dirfd, &fd_path);
+        let mut path = if exec.sysno == SYS_EXECVEAT
             && exec.pathname.is_empty()
             && exec.flags & AT_EMPTY_PATH != 0
         {
@@ -271,6 +263,15 @@ impl Reader {
         } else {
             resolve_path(&view, dirfd, &text(&exec.pathname), true)
         };
+        // A program is named by the path a filter would give (`/bin/sh`);
+        // reached from a folder the sandbox resolved, its name may lack the
+        // image's symlinks on the way, so which filter names it is unknown.
+        // (Opens are not: the sensitive paths are no symlinks' names.)
+        if view.used_resolved_base.get() {
+            path.resolved = false;
+            path.path = path.spelled.clone();
+            path.via.clear();
+        }
         let argv = exec
             .argv
             .iter()
@@ -365,12 +366,20 @@ impl Reader {
                 }
                 return;
             }
-            // Raw points carry pointers only, never the paths.
-            SYS_UNLINK | SYS_UNLINKAT => Action::FsUnlink { path: None },
-            SYS_RENAME | SYS_RENAMEAT | SYS_RENAMEAT2 => Action::FsRename {
-                from: None,
-                to: None,
-            },
+            // Raw points carry pointers only, never the paths: which files
+            // they named is unknown.
+            SYS_UNLINK | SYS_UNLINKAT => {
+                self.record_unresolved(at_ms, Action::FsUnlink { path: None }, Some(exit));
+                return;
+            }
+            SYS_RENAME | SYS_RENAMEAT | SYS_RENAMEAT2 => {
+                let action = Action::FsRename {
+                    from: None,
+                    to: None,
+                };
+                self.record_unresolved(at_ms, action, Some(exit));
+                return;
+            }
             _ => return,
         };
         self.record(at_ms, action, Some(exit));
@@ -447,14 +456,32 @@ struct PointView<'a> {
     cwd: &'a str,
     dirfd: i64,
     fd_path: &'a str,
+    /// Set once the walk started from a folder the sandbox resolved (the
+    /// working folder, a descriptor's): that name is the object's, without
+    /// the image's symlinks a filter may name it by (`/bin/sh` for
+    /// `/usr/bin/dash`), which this trace cannot see.
+    used_resolved_base: std::cell::Cell<bool>,
+}
+
+impl<'a> PointView<'a> {
+    fn new(cwd: &'a str, dirfd: i64, fd_path: &'a str) -> PointView<'a> {
+        PointView {
+            cwd,
+            dirfd,
+            fd_path,
+            used_resolved_base: std::cell::Cell::new(false),
+        }
+    }
 }
 
 impl TaskView for PointView<'_> {
     fn cwd(&self) -> Option<String> {
+        self.used_resolved_base.set(true);
         names_a_path(self.cwd).then(|| self.cwd.to_string())
     }
 
     fn fd_path(&self, fd: i64) -> Option<String> {
+        self.used_resolved_base.set(true);
         (fd == self.dirfd && fd >= 0 && names_a_path(self.fd_path))
             .then(|| self.fd_path.to_string())
     }
@@ -651,11 +678,7 @@ mod tests {
     #[test]
     fn paths_resolve_with_what_a_point_tells() {
         let resolve = |pathname: &str, dirfd: i64, fd_path: &str, cwd: &str| {
-            let view = PointView {
-                cwd,
-                dirfd,
-                fd_path,
-            };
+            let view = PointView::new(cwd, dirfd, fd_path);
             let path = resolve_path(&view, dirfd, pathname, true);
             (path.path, path.resolved)
         };
@@ -699,6 +722,44 @@ mod tests {
         assert_eq!(resolve("y", -5, "", "/sandbox"), unknown("y"));
         assert_eq!(resolve("y", AT_FDCWD, "", ""), unknown("y"));
         assert_eq!(resolve("", AT_FDCWD, "", "/sandbox"), known(""));
+    }
+
+    #[test]
+    fn an_exec_from_a_folder_the_sandbox_resolved_is_unresolved() {
+        let exec = |fd: i64, fd_path: &str, pathname: &str, flags: u32| {
+            let mut reader = Reader::new(Vec::new());
+            reader.exec(wire::Execve {
+                sysno: SYS_EXECVEAT,
+                fd,
+                fd_path: fd_path.as_bytes().to_vec(),
+                pathname: pathname.as_bytes().to_vec(),
+                flags,
+                context_data: Some(wire::ContextData {
+                    time_ns: 1,
+                    cwd: b"/usr/bin".to_vec(),
+                }),
+                ..wire::Execve::default()
+            });
+            let event = reader.finish().events.remove(0);
+            (event.action, event.unresolved)
+        };
+        let program = |path: &str| Action::ProcExec {
+            path: path.into(),
+            argv: Vec::new(),
+        };
+        // By name from the root: the name a filter gives.
+        assert_eq!(
+            exec(AT_FDCWD, "", "/proc/self/root/bin/sh", 0),
+            (program("/bin/sh"), false)
+        );
+        // From a folder or a descriptor the sandbox resolved (`/bin` is
+        // `/usr/bin` in the image): which filter names it is unknown.
+        assert_eq!(exec(3, "/usr/bin", "sh", 0), (program("sh"), true));
+        assert_eq!(exec(AT_FDCWD, "", "./sh", 0), (program("./sh"), true));
+        assert_eq!(
+            exec(3, "/usr/bin/dash", "", AT_EMPTY_PATH),
+            (program("/proc/self/fd/3"), true)
+        );
     }
 
     #[test]
