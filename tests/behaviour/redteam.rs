@@ -57,7 +57,7 @@ const SHELL: &str = r#"{"proc.exec": {"path": "/bin/sh"}}"#;
 const SANDBOX_WRITE: &str = r#"{"fs.open": {"path": "/sandbox/**", "access": "write"}}"#;
 const CONNECT: &str = r#""net.connect""#;
 const SIGNAL: &str = r#""proc.signal""#;
-const TMP_A_WRITE: &str = r#"{"fs.open": {"path": "/tmp/a", "access": "write"}}"#;
+const TMP_B_WRITE: &str = r#"{"fs.open": {"path": "/tmp/b", "access": "write"}}"#;
 
 /// The corpus. Every program prints `done` and exits 0, whatever its
 /// calls return.
@@ -298,8 +298,14 @@ pub const PAIRS: &[Pair] = &[
     ),
     c(
         "c-hard-link-tmp",
-        TMP_A_WRITE,
-        "#define _GNU_SOURCE\n#include <fcntl.h>\n#include <stdio.h>\n#include <sys/stat.h>\n#include <unistd.h>\nint main(void) {\n  mknod(\"/tmp/a\", S_IFREG | 0644, 0);\n  link(\"/tmp/a\", \"/tmp/b\");\n  open(\"/tmp/b\", O_WRONLY);\n  puts(\"done\");\n  return 0;\n}\n",
-        "#define _GNU_SOURCE\n#include <fcntl.h>\n#include <stdio.h>\n#include <sys/stat.h>\n#include <unistd.h>\nint main(void) {\n  mknod(\"/tmp/a\", S_IFREG | 0644, 0);\n  mknod(\"/tmp/b\", S_IFREG | 0644, 0);\n  open(\"/tmp/b\", O_WRONLY);\n  puts(\"done\");\n  return 0;\n}\n",
+        TMP_B_WRITE,
+        "#define _GNU_SOURCE\n#include <fcntl.h>\n#include <stdio.h>\n#include <sys/stat.h>\n#include <unistd.h>\nint main(void) {\n  mknod(\"/tmp/a\", S_IFREG | 0644, 0);\n  link(\"/tmp/a\", \"/tmp/b\");\n  open(\"/tmp/a\", O_WRONLY);\n  puts(\"done\");\n  return 0;\n}\n",
+        "#define _GNU_SOURCE\n#include <fcntl.h>\n#include <stdio.h>\n#include <sys/stat.h>\n#include <unistd.h>\nint main(void) {\n  mknod(\"/tmp/a\", S_IFREG | 0644, 0);\n  open(\"/tmp/a\", O_WRONLY);\n  puts(\"done\");\n  return 0;\n}\n",
+    ),
+    c(
+        "c-truncate-sandbox",
+        SANDBOX_WRITE,
+        "#define _GNU_SOURCE\n#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n  truncate(\"/proc/self/root/sandbox/main.c\", 0);\n  puts(\"done\");\n  return 0;\n}\n",
+        "#define _GNU_SOURCE\n#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n  access(\"/proc/self/root/sandbox/main.c\", 0);\n  puts(\"done\");\n  return 0;\n}\n",
     ),
 ];

@@ -41,11 +41,12 @@ const POINTS: &[(&str, &[&str], &[&str])] = &[
 /// rt_tgsigqueueinfo, pidfd_send_signal); the sends that may connect
 /// (sendto, sendmsg, sendmmsg); the calls after which a path may reach
 /// another object than its name says (symlink, symlinkat, link, linkat,
-/// chroot, pivot_root, mount); and the opens without a path point
-/// (openat2, open_by_handle_at).
-const RAW_SYSCALLS: [u64; 24] = [
+/// chroot, pivot_root, mount); the opens without a path point (openat2,
+/// open_by_handle_at); and the writes onto a path without an open
+/// (truncate, mknod, mknodat; symlink and link above).
+const RAW_SYSCALLS: [u64; 27] = [
     62, 200, 234, 101, 87, 263, 82, 264, 316, 129, 297, 424, 44, 46, 307, 88, 266, 86, 265, 161,
-    155, 165, 437, 304,
+    155, 165, 437, 304, 76, 133, 259,
 ];
 
 /// The calls whose points carry text (open, creat, openat on exit; execve,

@@ -42,6 +42,9 @@ const SYS_PIVOT_ROOT: u64 = 155;
 const SYS_MOUNT: u64 = 165;
 const SYS_OPENAT2: u64 = 437;
 const SYS_OPEN_BY_HANDLE_AT: u64 = 304;
+const SYS_TRUNCATE: u64 = 76;
+const SYS_MKNOD: u64 = 133;
+const SYS_MKNODAT: u64 = 259;
 
 /// `MSG_FASTOPEN`: a send that connects first.
 pub(crate) const MSG_FASTOPEN: u64 = 0x2000_0000;
@@ -347,8 +350,20 @@ impl Reader {
                 self.trace.stop_covering(ActionKind::NetConnect);
                 return;
             }
+            // Writes onto a path without an open (a new name, a truncated
+            // file): fs.open writes, whose paths the raw point does not show.
+            SYS_TRUNCATE | SYS_MKNOD | SYS_MKNODAT => {
+                self.record_unresolved(at_ms, unknown_write(), Some(exit));
+                return;
+            }
             SYS_SYMLINK | SYS_SYMLINKAT | SYS_LINK | SYS_LINKAT | SYS_CHROOT | SYS_PIVOT_ROOT
             | SYS_MOUNT => {
+                if matches!(
+                    call.sysno,
+                    SYS_SYMLINK | SYS_SYMLINKAT | SYS_LINK | SYS_LINKAT
+                ) {
+                    self.record_unresolved(at_ms, unknown_write(), Some(exit));
+                }
                 if exit.errorno == 0 {
                     self.trace.mark_paths_unresolved(format!(
                         "the program made a link or changed its root ({}), which gVisor's \
@@ -517,6 +532,14 @@ pub(crate) fn path_event(
     event.via = path.via.iter().map(|name| bounded_text(name)).collect();
     event.unresolved = !path.resolved;
     event
+}
+
+/// A write onto a path the raw point does not show.
+fn unknown_write() -> Action {
+    Action::FsOpen {
+        path: String::new(),
+        access: FileAccess::Write,
+    }
 }
 
 fn path_call_name(sysno: u64) -> &'static str {

@@ -1100,9 +1100,19 @@ async fn every_call_that_does_a_thing_is_recorded_or_leaves_it_unknown() {
             ActionKind::ProcSignal,
             ActionKind::ProcSignal,
             ActionKind::FsOpen,
+            ActionKind::FsOpen,
             ActionKind::FsOpen
         ],
         "{trace:?}"
+    );
+    // The symlink is a write onto a path the raw point does not show.
+    assert!(trace.events[5].unresolved);
+    assert_eq!(
+        trace.events[5].action,
+        Action::FsOpen {
+            path: String::new(),
+            access: FileAccess::Write
+        }
     );
     assert!(trace.events[0].unresolved && trace.events[1].unresolved);
     assert_eq!(

@@ -250,6 +250,20 @@ pub(crate) fn action(
             };
             return Some(exec(target, path, args[2]));
         }
+        // Writes onto a path without an open: the path made or changed (a
+        // new name is not followed; a truncated file is).
+        libc::SYS_truncate => return Some(written(path_at(target, AT_FDCWD, args[0], true))),
+        libc::SYS_mknod => return Some(written(path_at(target, AT_FDCWD, args[0], false))),
+        libc::SYS_mknodat => {
+            return Some(written(path_at(target, int(args[0]), args[1], false)));
+        }
+        libc::SYS_symlink | libc::SYS_link => {
+            return Some(written(path_at(target, AT_FDCWD, args[1], false)));
+        }
+        libc::SYS_symlinkat => {
+            return Some(written(path_at(target, int(args[1]), args[2], false)));
+        }
+        libc::SYS_linkat => return Some(written(path_at(target, int(args[2]), args[3], false))),
         libc::SYS_open => return open(AT_FDCWD, args[0], args[1], false),
         libc::SYS_creat => return open(AT_FDCWD, args[0], 0, true),
         libc::SYS_openat => return open(int(args[0]), args[1], args[2], false),
@@ -313,6 +327,18 @@ pub(crate) fn action(
         _ => return None,
     };
     Some(Traced::plain(action))
+}
+
+/// A write onto `path` done without an open.
+fn written(path: ResolvedPath) -> Traced {
+    Traced {
+        action: Action::FsOpen {
+            path: bounded_text(&path.path),
+            access: FileAccess::Write,
+        },
+        unresolved: !path.resolved,
+        path: Some(path),
+    }
 }
 
 fn unknown_connect() -> Action {
@@ -668,6 +694,30 @@ mod tests {
         assert_eq!(
             traced.path.map(|path| path.spelled),
             Some("/tmp/e/shadow".into())
+        );
+        // Writes onto a path without an open are writes: the new name, or
+        // the truncated file.
+        let name = fake.put(0x600, b"planted\0");
+        let write = |path: &str| {
+            Some(Action::FsOpen {
+                path: path.into(),
+                access: FileAccess::Write,
+            })
+        };
+        let at_cwd = AT_FDCWD as u64;
+        let planted = write("/sandbox/planted");
+        assert_eq!(
+            act(libc::SYS_symlink, [0x500, name, 0, 0, 0, 0], &fake),
+            planted
+        );
+        let linkat = [at_cwd, 0x500, at_cwd, name, 0, 0];
+        assert_eq!(act(libc::SYS_linkat, linkat, &fake), planted);
+        let mknodat = [at_cwd, name, 0o100644, 0, 0, 0];
+        assert_eq!(act(libc::SYS_mknodat, mknodat, &fake), planted);
+        let truncate = [through, 0, 0, 0, 0, 0];
+        assert_eq!(
+            act(libc::SYS_truncate, truncate, &fake),
+            write("/etc/shadow")
         );
     }
 }

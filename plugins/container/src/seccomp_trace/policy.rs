@@ -76,6 +76,12 @@ pub const NOTIFIED: &[(&str, i64, Rule)] = &[
     // can tell from its first: the trace's paths are then unresolved.
     ("link", libc::SYS_link, Rule::Allowed),
     ("linkat", libc::SYS_linkat, Rule::Allowed),
+    // Writes onto a path without an open: fs.open events (write).
+    ("truncate", libc::SYS_truncate, Rule::Allowed),
+    ("mknod", libc::SYS_mknod, Rule::Allowed),
+    ("mknodat", libc::SYS_mknodat, Rule::Allowed),
+    ("symlink", libc::SYS_symlink, Rule::Allowed),
+    ("symlinkat", libc::SYS_symlinkat, Rule::Allowed),
     ("ptrace", libc::SYS_ptrace, Rule::Refused),
     ("unlink", libc::SYS_unlink, Rule::Allowed),
     ("unlinkat", libc::SYS_unlinkat, Rule::Allowed),
