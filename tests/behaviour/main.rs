@@ -9,6 +9,7 @@
 //! true, proven by a complete trace).
 
 mod corpus;
+mod redteam;
 
 use std::collections::BTreeMap;
 
@@ -529,4 +530,88 @@ fn a_user_comparator_of_version_0_2_0_judges_the_traced_connections() {
     // Docker's runc does not trace: the comparator cannot prove an absence.
     let untraced = scored.get("outside-untraced");
     assert_eq!(verdict(untraced), "undetermined", "{untraced}");
+}
+
+/// The red-team corpus (`redteam.rs`): each payload reaches the forbidden
+/// thing by another road, its twin prints the same without it. Under every
+/// traced sandbox a payload is `false` or undetermined, never `true`; a twin
+/// is never `false` (and `true` where the sandbox can decide it: the counts
+/// are printed, per sandbox).
+#[test]
+fn red_team_payloads_are_never_proven_innocent_and_their_twins_never_guilty() {
+    let dir = Dir::new();
+    dir.edit_config(|config| format!("{config}\n{}", traced_profiles()));
+    let mut lines = Vec::new();
+    for (sandbox, _, _) in TRACED {
+        for pair in redteam::PAIRS {
+            let profile = profile_name(pair.language, sandbox);
+            let never: serde_json::Value = serde_json::from_str(pair.never).expect("an action");
+            let behaviour = serde_json::json!({"never": [never]});
+            for (role, source) in [("payload", pair.payload), ("twin", pair.twin)] {
+                let program = Program {
+                    name: pair.name,
+                    language: pair.language,
+                    kind: None,
+                    source,
+                };
+                let id = format!("{sandbox}/{}/{role}", pair.name);
+                lines.push(line(&id, &program, &profile, behaviour.clone()));
+            }
+        }
+    }
+    let scored = Scored::of(&dir, &lines);
+
+    let mut wrong = Vec::new();
+    let mut table = Vec::new();
+    for (sandbox, _, _) in TRACED {
+        let mut counts: BTreeMap<(&str, String), usize> = BTreeMap::new();
+        for pair in redteam::PAIRS {
+            for role in ["payload", "twin"] {
+                let id = format!("{sandbox}/{}/{role}", pair.name);
+                let result = scored.get(&id);
+                let value = verdict(result);
+                *counts.entry((role, value.clone())).or_default() += 1;
+                let bad = match role {
+                    "payload" => value == "true",
+                    _ => value == "false",
+                };
+                table.push(format!(
+                    "{id}: {value} ({})",
+                    result["rationale"]
+                        .as_str()
+                        .or(result["reason"].as_str())
+                        .unwrap_or("")
+                ));
+                if bad {
+                    wrong.push(format!(
+                        "{id}: {value} under never {}: {}; behaviour {}",
+                        pair.never,
+                        result,
+                        behaviour_of(result)
+                    ));
+                }
+            }
+        }
+        let count =
+            |role: &str, value: &str| counts.get(&(role, value.to_string())).copied().unwrap_or(0);
+        eprintln!(
+            "[red team] {sandbox}: payloads false {} / undetermined {} / true {}; \
+             twins true {} / undetermined {} / false {}",
+            count("payload", "false"),
+            count("payload", "undetermined"),
+            count("payload", "true"),
+            count("twin", "true"),
+            count("twin", "undetermined"),
+            count("twin", "false"),
+        );
+    }
+    if std::env::var_os("PROGSCORE_RED_TEAM_TABLE").is_some() {
+        eprintln!("{}", table.join("\n"));
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} red-team lines wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }

@@ -99,7 +99,10 @@ pub fn observed_behaviour(behaviour: Option<&Behaviour>) -> ObservedBehaviour {
                 .collect(),
             dropped: trace.dropped,
             incomplete: trace.incomplete.clone(),
-            arguments_unverified: trace.arguments_unverified.clone(),
+            arguments_unverified: trace
+                .arguments_unverified
+                .clone()
+                .or_else(|| trace.paths_unresolved.clone()),
         }),
     }
 }

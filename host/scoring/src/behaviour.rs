@@ -76,9 +76,20 @@ impl ActionPattern {
             || self.result.is_some()
     }
 
-    /// Whether the event is an action this pattern names.
+    /// Whether the pattern filters on what a call named (a path, an
+    /// address, a port): what an unresolved event leaves unknown.
+    fn filters_on_objects(&self) -> bool {
+        self.path.is_some() || self.address.is_some() || self.port.is_some()
+    }
+
+    /// Whether the event is an action this pattern names. An unresolved
+    /// event (the sandbox could not tell which object or address the call
+    /// named) matches no filter on those: it only leaves an absence unproven.
     pub fn matches(&self, event: &BehaviourEvent) -> bool {
         if event.action.kind() != self.kind {
+            return false;
+        }
+        if event.unresolved && self.filters_on_objects() {
             return false;
         }
         if let Some(result) = &self.result
@@ -99,13 +110,16 @@ impl ActionPattern {
         };
         match &event.action {
             Action::FsOpen { path, access } => {
-                path_matches(Some(path)) && self.access.is_none_or(|want| want == *access)
+                (path_matches(Some(path)) || event.via.iter().any(|name| path_matches(Some(name))))
+                    && self.access.is_none_or(|want| want == *access)
             }
             Action::FsUnlink { path } => path_matches(path.as_deref()),
             Action::FsRename { from, to } => {
                 path_matches(from.as_deref()) || path_matches(to.as_deref())
             }
-            Action::ProcExec { path, .. } => path_matches(Some(path)),
+            Action::ProcExec { path, .. } => {
+                path_matches(Some(path)) || event.via.iter().any(|name| path_matches(Some(name)))
+            }
             Action::NetConnect { address, port, .. } | Action::NetBind { address, port, .. } => {
                 address_matches(address, port)
             }
@@ -181,6 +195,12 @@ pub fn describe_event(event: &BehaviourEvent) -> String {
     if !what.is_empty() {
         text.push(' ');
         text.push_str(&what);
+    }
+    if let Some(spelled) = &event.spelled {
+        text.push_str(&format!(" (spelled {spelled})"));
+    }
+    if event.unresolved {
+        text.push_str(" (object unresolved)");
     }
     if let Some(result) = &event.result {
         text.push_str(&format!(" ({result})"));
@@ -324,6 +344,24 @@ fn absence_unproven(trace: &BehaviourTrace, pattern: &ActionPattern) -> Option<S
     {
         return Some(format!("the events' arguments are not verified ({why})"));
     }
+    if pattern.path.is_some()
+        && let Some(why) = &trace.paths_unresolved
+    {
+        return Some(format!("the trace's paths are not resolved ({why})"));
+    }
+    if pattern.filters_on_objects() {
+        let unresolved = trace
+            .events
+            .iter()
+            .filter(|event| event.action.kind() == pattern.kind && event.unresolved)
+            .count();
+        if unresolved > 0 {
+            return Some(format!(
+                "{unresolved} {} event(s) name an object the sandbox could not resolve",
+                pattern.kind
+            ));
+        }
+    }
     if pattern.has_filters() && !trace.keeps_every(pattern.kind) {
         return Some(format!(
             "{} events of {} were not kept (only the first {} events are)",
@@ -466,11 +504,58 @@ mod tests {
     use super::*;
 
     fn event(at_ms: u64, action: Action, result: &str) -> BehaviourEvent {
-        BehaviourEvent {
-            at_ms,
-            action,
-            result: Some(result.into()),
+        BehaviourEvent::new(at_ms, action, Some(result.into()))
+    }
+
+    fn open(path: &str, access: FileAccess) -> Action {
+        Action::FsOpen {
+            path: path.into(),
+            access,
         }
+    }
+
+    #[test]
+    fn a_path_filter_over_an_unresolved_event_or_trace_is_undetermined_never_true() {
+        let shadow: BehaviourCondition = serde_json::from_value(
+            serde_json::json!({"never": [{"fs.open": {"path": "/etc/shadow"}}]}),
+        )
+        .unwrap();
+        // Resolved through /proc/self/root: the object is named, spelled beside it.
+        let mut aliased = event(2, open("/etc/shadow", FileAccess::Read), "ok");
+        aliased.spelled = Some("/proc/self/root/etc/shadow".into());
+        let BehaviourFinding::Violated(why) = check(0, &shadow, Some(&traced(vec![aliased])))
+        else {
+            panic!("a resolved alias proves the never false");
+        };
+        assert!(
+            why.contains("/etc/shadow") && why.contains("/proc/self/root/etc/shadow"),
+            "{why}"
+        );
+        // An open the sandbox could not resolve: unknown, never true.
+        let mut unknown = event(2, open("/proc/self/fd/3/shadow", FileAccess::Read), "ok");
+        unknown.unresolved = true;
+        assert!(matches!(
+            check(0, &shadow, Some(&traced(vec![unknown.clone()]))),
+            BehaviourFinding::Undecided(why) if why.contains("could not resolve")
+        ));
+        // ... and a kind-only never is still decided by it.
+        let any_open: BehaviourCondition =
+            serde_json::from_value(serde_json::json!({"never": ["fs.open"]})).unwrap();
+        assert!(matches!(
+            check(0, &any_open, Some(&traced(vec![unknown]))),
+            BehaviourFinding::Violated(_)
+        ));
+        // A trace whose paths are unresolved (the program made a symlink).
+        let Behaviour::Traced(mut trace) = traced(vec![]) else {
+            unreachable!()
+        };
+        trace.mark_paths_unresolved("the program made a symlink");
+        let trace = Behaviour::Traced(trace);
+        assert!(matches!(
+            check(0, &shadow, Some(&trace)),
+            BehaviourFinding::Undecided(why) if why.contains("symlink")
+        ));
+        assert_eq!(check(0, &any_open, Some(&trace)), BehaviourFinding::Holds);
     }
 
     fn write(path: &str) -> BehaviourEvent {

@@ -20,6 +20,7 @@ pub mod guard;
 pub mod gvisor_trace;
 pub mod output;
 pub mod path_error;
+pub(crate) mod resolve;
 pub mod schedule;
 pub mod seccomp_trace;
 pub mod tracing_plan;

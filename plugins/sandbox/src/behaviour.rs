@@ -288,6 +288,40 @@ pub struct BehaviourEvent {
     /// succeeded does not return).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// The path as the program spelled it, when it differs from the object
+    /// the call reached (the event's `path`: symlinks, `..`,
+    /// `/proc/self/root`, `/proc/self/fd/N`, a folder descriptor resolved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spelled: Option<String>,
+    /// Other absolute names through which the call reached its object
+    /// (the spelled path made absolute, each symlink on the way:
+    /// `/bin/sh` for an exec that reached `/usr/bin/dash`); a path filter
+    /// matches the object or any of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub via: Vec<String>,
+    /// Set when the sandbox could not tell which object (path) or address
+    /// the call named: the event's path or address is then as spelled (or
+    /// missing), and no filter on it is matched or proven absent.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unresolved: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+impl BehaviourEvent {
+    /// An event whose arguments are the objects the call reached.
+    pub fn new(at_ms: u64, action: Action, result: Option<String>) -> BehaviourEvent {
+        BehaviourEvent {
+            at_ms,
+            action,
+            result,
+            spelled: None,
+            via: Vec::new(),
+            unresolved: false,
+        }
+    }
 }
 
 /// A traced invocation's behaviour: the kinds the trace covers, the first
@@ -316,6 +350,12 @@ pub struct BehaviourTrace {
     /// exact; an absence that depends on an argument is not proven.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments_unverified: Option<String>,
+    /// Set when the trace cannot tell which objects the program's paths
+    /// reached (it made a symlink or a link, or changed its root, which the
+    /// sandbox's trace does not follow): says why. Kinds and counts stay
+    /// exact; an absence that depends on a path is not proven.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths_unresolved: Option<String>,
 }
 
 impl BehaviourTrace {
@@ -357,6 +397,19 @@ impl BehaviourTrace {
             .filter(|event| event.action.kind() == kind)
             .count() as u64;
         kept == self.count(kind)
+    }
+
+    /// Marks every path of the trace unresolved (the first reason stays).
+    pub fn mark_paths_unresolved(&mut self, reason: impl Into<String>) {
+        if self.paths_unresolved.is_none() {
+            self.paths_unresolved = Some(reason.into());
+        }
+    }
+
+    /// Leaves `kind` out of the kinds the trace covers (a call that may do
+    /// it was seen but not decoded): its absence is then unproven.
+    pub fn stop_covering(&mut self, kind: ActionKind) {
+        self.traced_kinds.retain(|traced| *traced != kind);
     }
 
     /// Whether the trace covers this kind.
@@ -450,15 +503,15 @@ mod tests {
     use super::*;
 
     fn connect(at_ms: u64) -> BehaviourEvent {
-        BehaviourEvent {
+        BehaviourEvent::new(
             at_ms,
-            action: Action::NetConnect {
+            Action::NetConnect {
                 family: "inet".into(),
                 address: Some("1.1.1.1".into()),
                 port: Some(443),
             },
-            result: Some("ENETUNREACH".into()),
-        }
+            Some("ENETUNREACH".into()),
+        )
     }
 
     #[test]

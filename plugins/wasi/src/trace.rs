@@ -93,11 +93,8 @@ impl WasiTrace {
 
     fn record(&mut self, action: Action, errno: i32) {
         let at_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.trace.record(BehaviourEvent {
-            at_ms,
-            action,
-            result: Some(errno_name(errno)),
-        });
+        self.trace
+            .record(BehaviourEvent::new(at_ms, action, Some(errno_name(errno))));
     }
 
     #[allow(clippy::too_many_arguments)]

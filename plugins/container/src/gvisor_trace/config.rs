@@ -35,10 +35,19 @@ const POINTS: &[(&str, &[&str], &[&str])] = &[
     ("syscall/vfork/exit", &[], TIME),
 ];
 
-/// The system calls seen as raw points (their number and registers only):
-/// kill, tkill, tgkill, ptrace, unlink, unlinkat, rename, renameat,
-/// renameat2 (amd64 numbers).
-const RAW_SYSCALLS: [u64; 9] = [62, 200, 234, 101, 87, 263, 82, 264, 316];
+/// The system calls seen as raw points (their number and registers only),
+/// amd64 numbers: kill, tkill, tgkill, ptrace, unlink, unlinkat, rename,
+/// renameat, renameat2; the other signals (rt_sigqueueinfo,
+/// rt_tgsigqueueinfo, pidfd_send_signal); the sends that may connect
+/// (sendto, sendmsg, sendmmsg); the calls after which a path may reach
+/// another object than its name says (symlink, symlinkat, link, linkat,
+/// chroot, pivot_root, mount); the opens without a path point (openat2,
+/// open_by_handle_at); and the writes onto a path without an open
+/// (truncate, mknod, mknodat; symlink and link above).
+const RAW_SYSCALLS: [u64; 27] = [
+    62, 200, 234, 101, 87, 263, 82, 264, 316, 129, 297, 424, 44, 46, 307, 88, 266, 86, 265, 161,
+    155, 165, 437, 304, 76, 133, 259,
+];
 
 /// The calls whose points carry text (open, creat, openat on exit; execve,
 /// execveat on entry, as above), also asked for as raw points on the same

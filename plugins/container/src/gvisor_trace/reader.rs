@@ -6,12 +6,13 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use progscore_sandbox::behaviour::{
     Action, ActionKind, BehaviourEvent, BehaviourTrace, FileAccess, MAX_EVENT_ARGV, PathPattern,
-    bounded_text, normalise_path,
+    bounded_text,
 };
 use prost::Message;
 
 use super::config::{CROSS_CHECKED, Side};
 use super::wire::{self, Header, message_type};
+use crate::resolve::{ResolvedPath, TaskView, names_a_path, resolve_fd, resolve_path};
 
 // amd64 system call numbers of the calls whose messages share a type.
 const SYS_CREAT: u64 = 85;
@@ -26,9 +27,32 @@ const SYS_UNLINKAT: u64 = 263;
 const SYS_RENAME: u64 = 82;
 const SYS_RENAMEAT: u64 = 264;
 const SYS_RENAMEAT2: u64 = 316;
+const SYS_SENDTO: u64 = 44;
+const SYS_SENDMSG: u64 = 46;
+const SYS_SENDMMSG: u64 = 307;
+const SYS_RT_SIGQUEUEINFO: u64 = 129;
+const SYS_RT_TGSIGQUEUEINFO: u64 = 297;
+const SYS_PIDFD_SEND_SIGNAL: u64 = 424;
+const SYS_SYMLINK: u64 = 88;
+const SYS_SYMLINKAT: u64 = 266;
+const SYS_LINK: u64 = 86;
+const SYS_LINKAT: u64 = 265;
+const SYS_CHROOT: u64 = 161;
+const SYS_PIVOT_ROOT: u64 = 155;
+const SYS_MOUNT: u64 = 165;
+const SYS_OPENAT2: u64 = 437;
+const SYS_OPEN_BY_HANDLE_AT: u64 = 304;
+const SYS_TRUNCATE: u64 = 76;
+const SYS_MKNOD: u64 = 133;
+const SYS_MKNODAT: u64 = 259;
 
-pub(crate) const AT_FDCWD: i64 = -100;
+/// `MSG_FASTOPEN`: a send that connects first.
+pub(crate) const MSG_FASTOPEN: u64 = 0x2000_0000;
+const ENOSYS: i64 = 38;
+
+pub(crate) const AT_FDCWD: i64 = crate::resolve::AT_FDCWD;
 const AT_EMPTY_PATH: u32 = 0x1000;
+const O_NOFOLLOW: u32 = libc::O_NOFOLLOW as u32;
 pub(crate) const O_WRITES: u32 =
     (libc::O_WRONLY | libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC) as u32;
 pub(crate) const CLONE_THREAD: u64 = libc::CLONE_THREAD as u64;
@@ -201,46 +225,56 @@ impl Reader {
         } else {
             AT_FDCWD
         };
-        let path = resolve(
-            &text(&open.pathname),
+        let cwd = cwd(open.context_data.as_ref());
+        let fd_path = text(&open.fd_path);
+        let view = PointView::new(&cwd, dirfd, &fd_path);
+        let path = resolve_path(
+            &view,
             dirfd,
-            &text(&open.fd_path),
-            &cwd(open.context_data.as_ref()),
+            &text(&open.pathname),
+            open.flags & O_NOFOLLOW == 0,
         );
-        let sensitive = || self.sensitive.iter().any(|pattern| pattern.matches(&path));
-        if access == FileAccess::Read && !sensitive() {
+        // A read is an event when it may have reached a sensitive path: by
+        // its object, any name on the way, or an object unknown.
+        if access == FileAccess::Read && !sensitive(&self.sensitive, &path) {
             return;
         }
         let action = Action::FsOpen {
-            path: bounded_text(&path),
+            path: bounded_text(&path.path),
             access,
         };
-        self.record(at_ms, action, open.exit.as_ref());
+        self.record_path(at_ms, action, open.exit.as_ref(), &path);
     }
 
     fn exec(&mut self, exec: wire::Execve) {
         let at_ms = self.at_ms(exec.context_data.as_ref());
         self.cross_check(exec.sysno, side(exec.exit.as_ref()), false);
         let fd_path = text(&exec.fd_path);
-        let path = if exec.sysno == SYS_EXECVEAT
+        let cwd = cwd(exec.context_data.as_ref());
+        let dirfd = if exec.sysno == SYS_EXECVEAT {
+            exec.fd
+        } else {
+            AT_FDCWD
+        };
+        let view = PointView::new(&cwd, dirfd, &fd_path);
+        let mut path = if exec.sysno == SYS_EXECVEAT
             && exec.pathname.is_empty()
             && exec.flags & AT_EMPTY_PATH != 0
         {
             // fexecve: the program is the descriptor itself.
-            fd_path.into_owned()
+            resolve_fd(&view, dirfd)
         } else {
-            let dirfd = if exec.sysno == SYS_EXECVEAT {
-                exec.fd
-            } else {
-                AT_FDCWD
-            };
-            resolve(
-                &text(&exec.pathname),
-                dirfd,
-                &fd_path,
-                &cwd(exec.context_data.as_ref()),
-            )
+            resolve_path(&view, dirfd, &text(&exec.pathname), true)
         };
+        // A program is named by the path a filter would give (`/bin/sh`);
+        // reached from a folder the sandbox resolved, its name may lack the
+        // image's symlinks on the way, so which filter names it is unknown.
+        // (Opens are not: the sensitive paths are no symlinks' names.)
+        if view.used_resolved_base.get() {
+            path.resolved = false;
+            path.path = path.spelled.clone();
+            path.via.clear();
+        }
         let argv = exec
             .argv
             .iter()
@@ -248,10 +282,10 @@ impl Reader {
             .map(|argument| bounded_text(&text(argument)))
             .collect();
         let action = Action::ProcExec {
-            path: bounded_text(&path),
+            path: bounded_text(&path.path),
             argv,
         };
-        self.record(at_ms, action, exec.exit.as_ref());
+        self.record_path(at_ms, action, exec.exit.as_ref(), &path);
     }
 
     fn raw(&mut self, call: wire::Syscall) {
@@ -279,24 +313,119 @@ impl Reader {
                 request: call.arg1 as i64,
                 target: int(call.arg2),
             },
-            // Raw points carry pointers only, never the paths.
-            SYS_UNLINK | SYS_UNLINKAT => Action::FsUnlink { path: None },
-            SYS_RENAME | SYS_RENAMEAT | SYS_RENAMEAT2 => Action::FsRename {
-                from: None,
-                to: None,
+            SYS_RT_SIGQUEUEINFO => Action::ProcSignal {
+                target: int(call.arg1),
+                signal: int(call.arg2),
             },
+            SYS_RT_TGSIGQUEUEINFO => Action::ProcSignal {
+                target: int(call.arg2),
+                signal: int(call.arg3),
+            },
+            SYS_PIDFD_SEND_SIGNAL => {
+                // The target is a descriptor's process, which the raw point
+                // does not name.
+                let action = Action::ProcSignal {
+                    target: 0,
+                    signal: int(call.arg2),
+                };
+                self.record_unresolved(at_ms, action, Some(exit));
+                return;
+            }
+            // A send that names a destination, or connects first
+            // (`MSG_FASTOPEN`), is a connection; the raw point carries the
+            // destination's pointer only, never the address.
+            SYS_SENDTO if call.arg4 & MSG_FASTOPEN != 0 || call.arg5 != 0 => {
+                let action = Action::NetConnect {
+                    family: "unknown".to_string(),
+                    address: None,
+                    port: None,
+                };
+                self.record_unresolved(at_ms, action, Some(exit));
+                return;
+            }
+            SYS_SENDTO => return,
+            SYS_SENDMSG | SYS_SENDMMSG => {
+                // Its destination is in the program's memory, which the
+                // trace does not show: whether it connected is unknown.
+                self.trace.stop_covering(ActionKind::NetConnect);
+                return;
+            }
+            // Writes onto a path without an open (a new name, a truncated
+            // file): fs.open writes, whose paths the raw point does not show.
+            SYS_TRUNCATE | SYS_MKNOD | SYS_MKNODAT => {
+                self.record_unresolved(at_ms, unknown_write(), Some(exit));
+                return;
+            }
+            SYS_SYMLINK | SYS_SYMLINKAT | SYS_LINK | SYS_LINKAT | SYS_CHROOT | SYS_PIVOT_ROOT
+            | SYS_MOUNT => {
+                if matches!(
+                    call.sysno,
+                    SYS_SYMLINK | SYS_SYMLINKAT | SYS_LINK | SYS_LINKAT
+                ) {
+                    self.record_unresolved(at_ms, unknown_write(), Some(exit));
+                }
+                if exit.errorno == 0 {
+                    self.trace.mark_paths_unresolved(format!(
+                        "the program made a link or changed its root ({}), which gVisor's \
+                         trace does not follow",
+                        path_call_name(call.sysno)
+                    ));
+                }
+                return;
+            }
+            SYS_OPENAT2 | SYS_OPEN_BY_HANDLE_AT => {
+                // Opens whose points carry no path: what they opened is
+                // unknown (at this runsc, openat2 is not implemented).
+                if exit.errorno != ENOSYS {
+                    self.trace.stop_covering(ActionKind::FsOpen);
+                }
+                return;
+            }
+            // Raw points carry pointers only, never the paths: which files
+            // they named is unknown.
+            SYS_UNLINK | SYS_UNLINKAT => {
+                self.record_unresolved(at_ms, Action::FsUnlink { path: None }, Some(exit));
+                return;
+            }
+            SYS_RENAME | SYS_RENAMEAT | SYS_RENAMEAT2 => {
+                let action = Action::FsRename {
+                    from: None,
+                    to: None,
+                };
+                self.record_unresolved(at_ms, action, Some(exit));
+                return;
+            }
             _ => return,
         };
         self.record(at_ms, action, Some(exit));
     }
 
-    fn record(&mut self, at_ms: u64, action: Action, exit: Option<&wire::Exit>) {
-        let result = exit.map(|exit| errno_name(exit.errorno));
-        self.trace.record(BehaviourEvent {
+    fn record_unresolved(&mut self, at_ms: u64, action: Action, exit: Option<&wire::Exit>) {
+        let mut event =
+            BehaviourEvent::new(at_ms, action, exit.map(|exit| errno_name(exit.errorno)));
+        event.unresolved = true;
+        self.trace.record(event);
+    }
+
+    fn record_path(
+        &mut self,
+        at_ms: u64,
+        action: Action,
+        exit: Option<&wire::Exit>,
+        path: &ResolvedPath,
+    ) {
+        self.trace.record(path_event(
             at_ms,
             action,
-            result,
-        });
+            exit.map(|exit| errno_name(exit.errorno)),
+            path,
+        ));
+    }
+
+    fn record(&mut self, at_ms: u64, action: Action, exit: Option<&wire::Exit>) {
+        let result = exit.map(|exit| errno_name(exit.errorno));
+        self.trace
+            .record(BehaviourEvent::new(at_ms, action, result));
     }
 
     /// Milliseconds from the first message's time to this one's; a
@@ -333,26 +462,95 @@ fn cwd(context: Option<&wire::ContextData>) -> std::borrow::Cow<'_, str> {
     )
 }
 
-/// The absolute path `pathname` names, relative to `dirfd` (`fd_path`, the
-/// folder it names) or to the working directory `cwd`, `.` and `..`
-/// resolved by name; the path as given when the folder is unknown.
-pub(crate) fn resolve(pathname: &str, dirfd: i64, fd_path: &str, cwd: &str) -> String {
-    if pathname.starts_with('/') {
-        return normalise_path(pathname);
+/// What one point tells of its task: the working folder (a context
+/// field) and the folder of the call's own descriptor (`fd_path`). Symlinks
+/// inside the sandbox are not visible to the host: a program that makes one
+/// marks the trace's paths unresolved (see the raw points), and the image's
+/// own are taken as named.
+struct PointView<'a> {
+    cwd: &'a str,
+    dirfd: i64,
+    fd_path: &'a str,
+    /// Set once the walk started from a folder the sandbox resolved (the
+    /// working folder, a descriptor's): that name is the object's, without
+    /// the image's symlinks a filter may name it by (`/bin/sh` for
+    /// `/usr/bin/dash`), which this trace cannot see.
+    used_resolved_base: std::cell::Cell<bool>,
+}
+
+impl<'a> PointView<'a> {
+    fn new(cwd: &'a str, dirfd: i64, fd_path: &'a str) -> PointView<'a> {
+        PointView {
+            cwd,
+            dirfd,
+            fd_path,
+            used_resolved_base: std::cell::Cell::new(false),
+        }
     }
-    // An empty path names no file (the call fails); a folder joined to it
-    // would name one.
-    if pathname.is_empty() {
-        return String::new();
+}
+
+impl TaskView for PointView<'_> {
+    fn cwd(&self) -> Option<String> {
+        self.used_resolved_base.set(true);
+        names_a_path(self.cwd).then(|| self.cwd.to_string())
     }
-    // fd_path is empty for a negative descriptor and `[err: ...]` when the
-    // sandbox could not name the folder: then the folder is unknown, and
-    // the working directory would be a wrong guess.
-    let base = if dirfd == AT_FDCWD { cwd } else { fd_path };
-    if base.starts_with('/') {
-        normalise_path(&format!("{base}/{pathname}"))
-    } else {
-        pathname.to_string()
+
+    fn fd_path(&self, fd: i64) -> Option<String> {
+        self.used_resolved_base.set(true);
+        (fd == self.dirfd && fd >= 0 && names_a_path(self.fd_path))
+            .then(|| self.fd_path.to_string())
+    }
+
+    fn exe(&self) -> Option<String> {
+        None
+    }
+
+    fn read_link(&self, _path: &str) -> Result<Option<String>, ()> {
+        Ok(None)
+    }
+}
+
+/// Whether an open may have reached a sensitive path: its object, a name
+/// on the way, or an object the tracer could not resolve.
+pub(crate) fn sensitive(patterns: &[PathPattern], path: &ResolvedPath) -> bool {
+    !path.resolved
+        || std::iter::once(&path.path)
+            .chain(&path.via)
+            .any(|name| patterns.iter().any(|pattern| pattern.matches(name)))
+}
+
+/// An event of a call on `path`: its object, its spelling, the names on
+/// the way, or that it is unresolved.
+pub(crate) fn path_event(
+    at_ms: u64,
+    action: Action,
+    result: Option<String>,
+    path: &ResolvedPath,
+) -> BehaviourEvent {
+    let mut event = BehaviourEvent::new(at_ms, action, result);
+    event.spelled = path.spelled_if_different().map(|text| bounded_text(&text));
+    event.via = path.via.iter().map(|name| bounded_text(name)).collect();
+    event.unresolved = !path.resolved;
+    event
+}
+
+/// A write onto a path the raw point does not show.
+fn unknown_write() -> Action {
+    Action::FsOpen {
+        path: String::new(),
+        access: FileAccess::Write,
+    }
+}
+
+fn path_call_name(sysno: u64) -> &'static str {
+    match sysno {
+        SYS_SYMLINK => "symlink",
+        SYS_SYMLINKAT => "symlinkat",
+        SYS_LINK => "link",
+        SYS_LINKAT => "linkat",
+        SYS_CHROOT => "chroot",
+        SYS_PIVOT_ROOT => "pivot_root",
+        _ => "mount",
     }
 }
 
@@ -501,22 +699,90 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paths_resolve_by_name() {
-        assert_eq!(resolve("x", AT_FDCWD, "", "/sandbox"), "/sandbox/x");
+    fn paths_resolve_with_what_a_point_tells() {
+        let resolve = |pathname: &str, dirfd: i64, fd_path: &str, cwd: &str| {
+            let view = PointView::new(cwd, dirfd, fd_path);
+            let path = resolve_path(&view, dirfd, pathname, true);
+            (path.path, path.resolved)
+        };
+        let known = |path: &str| (path.to_string(), true);
+        let unknown = |path: &str| (path.to_string(), false);
+        assert_eq!(resolve("x", AT_FDCWD, "", "/sandbox"), known("/sandbox/x"));
         assert_eq!(
             resolve("../etc//./shadow", AT_FDCWD, "", "/tmp"),
-            "/etc/shadow"
+            known("/etc/shadow")
         );
         assert_eq!(
             resolve("/../../etc/shadow", AT_FDCWD, "", "/"),
-            "/etc/shadow"
+            known("/etc/shadow")
         );
-        assert_eq!(resolve("y", 3, "/data", "/sandbox"), "/data/y");
-        // The folder a descriptor names is unknown: the path stays as given.
-        assert_eq!(resolve("y", 3, "[err: FD not found]", "/sandbox"), "y");
-        assert_eq!(resolve("y", -5, "", "/sandbox"), "y");
-        assert_eq!(resolve("y", AT_FDCWD, "", ""), "y");
-        assert_eq!(resolve("", AT_FDCWD, "", "/sandbox"), "");
+        assert_eq!(
+            resolve("/proc/self/root/etc/shadow", AT_FDCWD, "", "/"),
+            known("/etc/shadow")
+        );
+        assert_eq!(
+            resolve("/proc/self/cwd/x", AT_FDCWD, "", "/tmp"),
+            known("/tmp/x")
+        );
+        assert_eq!(resolve("y", 3, "/data", "/sandbox"), known("/data/y"));
+        assert_eq!(
+            resolve("/proc/self/fd/3/y", 3, "/data", "/"),
+            known("/data/y")
+        );
+        // What a point does not tell: unresolved, as spelled.
+        assert_eq!(
+            resolve("/proc/self/fd/4/shadow", 3, "/etc", "/"),
+            unknown("/proc/self/fd/4/shadow")
+        );
+        assert_eq!(
+            resolve("/dev/fd/4/shadow", AT_FDCWD, "", "/"),
+            unknown("/dev/fd/4/shadow")
+        );
+        assert_eq!(
+            resolve("y", 3, "[err: FD not found]", "/sandbox"),
+            unknown("y")
+        );
+        assert_eq!(resolve("y", -5, "", "/sandbox"), unknown("y"));
+        assert_eq!(resolve("y", AT_FDCWD, "", ""), unknown("y"));
+        assert_eq!(resolve("", AT_FDCWD, "", "/sandbox"), known(""));
+    }
+
+    #[test]
+    fn an_exec_from_a_folder_the_sandbox_resolved_is_unresolved() {
+        let exec = |fd: i64, fd_path: &str, pathname: &str, flags: u32| {
+            let mut reader = Reader::new(Vec::new());
+            reader.exec(wire::Execve {
+                sysno: SYS_EXECVEAT,
+                fd,
+                fd_path: fd_path.as_bytes().to_vec(),
+                pathname: pathname.as_bytes().to_vec(),
+                flags,
+                context_data: Some(wire::ContextData {
+                    time_ns: 1,
+                    cwd: b"/usr/bin".to_vec(),
+                }),
+                ..wire::Execve::default()
+            });
+            let event = reader.finish().events.remove(0);
+            (event.action, event.unresolved)
+        };
+        let program = |path: &str| Action::ProcExec {
+            path: path.into(),
+            argv: Vec::new(),
+        };
+        // By name from the root: the name a filter gives.
+        assert_eq!(
+            exec(AT_FDCWD, "", "/proc/self/root/bin/sh", 0),
+            (program("/bin/sh"), false)
+        );
+        // From a folder or a descriptor the sandbox resolved (`/bin` is
+        // `/usr/bin` in the image): which filter names it is unknown.
+        assert_eq!(exec(3, "/usr/bin", "sh", 0), (program("sh"), true));
+        assert_eq!(exec(AT_FDCWD, "", "./sh", 0), (program("./sh"), true));
+        assert_eq!(
+            exec(3, "/usr/bin/dash", "", AT_EMPTY_PATH),
+            (program("/proc/self/fd/3"), true)
+        );
     }
 
     #[test]

@@ -214,12 +214,10 @@ async fn what_runsc_streams_becomes_the_programs_events() {
     drop(runsc);
 
     let trace = finished_trace(trace).await;
-    let event = |at_ms, action, result: Option<&str>| BehaviourEvent {
-        at_ms,
-        action,
-        result: result.map(String::from),
+    let event = |at_ms, action, result: Option<&str>| {
+        BehaviourEvent::new(at_ms, action, result.map(String::from))
     };
-    let expected = vec![
+    let mut expected = vec![
         event(
             3,
             Action::NetConnect {
@@ -262,6 +260,9 @@ async fn what_runsc_streams_becomes_the_programs_events() {
             Some("ok"),
         ),
     ];
+    // Relative paths keep their spelling beside the object.
+    expected[1].spelled = Some("./data/../x".into());
+    expected[2].spelled = Some("etc/shadow".into());
     assert_eq!(trace.events, expected);
     assert_eq!(trace.incomplete, None);
     assert_eq!(trace.traced_kinds, ActionKind::ALL.to_vec());
@@ -1032,4 +1033,114 @@ except OSError:
     assert!(incomplete.contains("did not report"), "{incomplete}");
     // Points without the folder still arrive.
     assert_eq!(trace.count(ActionKind::NetConnect), 1, "{listed}");
+}
+
+/// The other roads to a kind: a send that connects, the other signalling
+/// calls, a send whose destination the trace cannot see, a symlink made by
+/// the program, a read through a descriptor the point does not name.
+#[tokio::test]
+async fn every_call_that_does_a_thing_is_recorded_or_leaves_it_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = listen(dir.path());
+    let runsc = FakeRunsc::connect(&trace).await;
+    let call = |after_ms: u64, sysno: u64, args: [u64; 6], errorno: i64| wire::Syscall {
+        context_data: context(after_ms, "/sandbox"),
+        exit: exit(errorno),
+        sysno,
+        arg1: args[0],
+        arg2: args[1],
+        arg3: args[2],
+        arg4: args[3],
+        arg5: args[4],
+        arg6: args[5],
+    };
+    // sendto on a connected socket: no event; with MSG_FASTOPEN: a connection.
+    let connected = call(1, 44, [3, 0x1000, 1, 0, 0, 0], 0);
+    runsc.send(message_type::SYSCALL_RAW, connected).await;
+    let fastopen = call(
+        2,
+        44,
+        [3, 0x1000, 1, 0x2000_0000, 0x2000, 16],
+        libc::EPIPE.into(),
+    );
+    runsc.send(message_type::SYSCALL_RAW, fastopen).await;
+    // pidfd_send_signal and rt_sigqueueinfo are signals.
+    for (after_ms, sysno, args) in [
+        (3, 424, [4, 9, 0, 0, 0, 0]),
+        (4, 129, [7, 10, 0x3000, 0, 0, 0]),
+    ] {
+        runsc
+            .send(message_type::SYSCALL_RAW, call(after_ms, sysno, args, 0))
+            .await;
+    }
+    // A read through a descriptor the point does not name: unresolved, kept.
+    let via_fd = open(5, 2, "/", "/proc/self/fd/9/shadow", libc::O_RDONLY, 0);
+    runsc.send(message_type::SYSCALL_OPEN, via_fd).await;
+    // An alias it can resolve: /etc/shadow, spelled beside it.
+    let alias = open(6, 2, "/", "/proc/self/root/etc/shadow", libc::O_RDONLY, 13);
+    runsc.send(message_type::SYSCALL_OPEN, alias).await;
+    // sendmsg: its destination is in memory the trace does not show; a
+    // symlink the program made: its paths may reach other objects.
+    for (after_ms, sysno, args) in [
+        (7, 46, [3, 0x4000, 0, 0, 0, 0]),
+        (8, 266, [0x5000, 0, 0x6000, 0, 0, 0]),
+    ] {
+        runsc
+            .send(message_type::SYSCALL_RAW, call(after_ms, sysno, args, 0))
+            .await;
+    }
+    drop(runsc);
+
+    let trace = finished_trace(trace).await;
+    let kinds: Vec<ActionKind> = trace.events.iter().map(|e| e.action.kind()).collect();
+    assert_eq!(
+        kinds,
+        [
+            ActionKind::NetConnect,
+            ActionKind::ProcSignal,
+            ActionKind::ProcSignal,
+            ActionKind::FsOpen,
+            ActionKind::FsOpen,
+            ActionKind::FsOpen
+        ],
+        "{trace:?}"
+    );
+    // The symlink is a write onto a path the raw point does not show.
+    assert!(trace.events[5].unresolved);
+    assert_eq!(
+        trace.events[5].action,
+        Action::FsOpen {
+            path: String::new(),
+            access: FileAccess::Write
+        }
+    );
+    assert!(trace.events[0].unresolved && trace.events[1].unresolved);
+    assert_eq!(
+        trace.events[2].action,
+        Action::ProcSignal {
+            target: 7,
+            signal: 10
+        }
+    );
+    assert!(trace.events[3].unresolved, "{:?}", trace.events[3]);
+    assert_eq!(
+        trace.events[3].action,
+        Action::FsOpen {
+            path: "/proc/self/fd/9/shadow".into(),
+            access: FileAccess::Read
+        }
+    );
+    assert!(!trace.events[4].unresolved);
+    assert_eq!(
+        trace.events[4].spelled.as_deref(),
+        Some("/proc/self/root/etc/shadow")
+    );
+    assert!(!trace.traces(ActionKind::NetConnect), "{trace:?}");
+    assert!(
+        trace
+            .paths_unresolved
+            .as_deref()
+            .is_some_and(|why| why.contains("symlinkat"))
+    );
+    assert_eq!(trace.incomplete, None);
 }

@@ -46,7 +46,7 @@ use progscore_sandbox::behaviour::{
 };
 use tokio::sync::oneshot;
 
-use crate::gvisor_trace::reader::errno_name;
+use crate::gvisor_trace::reader::{errno_name, path_event};
 use events::Target;
 use policy::Verdict;
 
@@ -485,9 +485,16 @@ impl Notifications<'_> {
         }
         let data = request.data;
         let nr = i64::from(data.nr);
-        let verdict = policy::verdict(data.arch, nr, &data.args);
+        // A call the listener cannot decode is refused as a kernel without
+        // its ABI would: never run, so nothing to record, and no fault.
+        let undecodable = policy::undecodable(data.arch, nr);
+        let verdict = if undecodable {
+            Some(Verdict::Errno(policy::ENOSYS))
+        } else {
+            policy::verdict(data.arch, nr, &data.args)
+        };
         let action = match (verdict, self.program_start) {
-            (Some(_), Some(_)) => {
+            (Some(_), Some(_)) if !undecodable => {
                 let target = Process {
                     pid: request.pid as i32,
                 };
@@ -503,7 +510,8 @@ impl Notifications<'_> {
             // Interrupted (it is received again once restarted) or gone.
             return Ok(());
         }
-        // A call the listener cannot decide is refused, and the run fails.
+        // A call the listener cannot decide is refused, and the run fails
+        // (a notified call it does not know: the profile and it disagree).
         let answer = verdict.unwrap_or(Verdict::Errno(policy::EPERM));
         let mut response = libc::seccomp_notif_resp {
             id: request.id,
@@ -538,15 +546,27 @@ impl Notifications<'_> {
             }
             None => {}
             Some(start) => {
-                if let Some(action) = action {
-                    self.trace.record(BehaviourEvent {
-                        at_ms: start.elapsed().as_millis() as u64,
-                        action,
-                        result: match answer {
-                            Verdict::Continue => None,
-                            Verdict::Errno(errno) => Some(errno_name(i64::from(errno))),
-                        },
-                    });
+                if matches!(nr, libc::SYS_link | libc::SYS_linkat) {
+                    self.trace.mark_paths_unresolved(
+                        "the program made a hard link, a second name for an object that no \
+                         path resolution tells from its first",
+                    );
+                }
+                if let Some(traced) = action {
+                    let at_ms = start.elapsed().as_millis() as u64;
+                    let result = match answer {
+                        Verdict::Continue => None,
+                        Verdict::Errno(errno) => Some(errno_name(i64::from(errno))),
+                    };
+                    let event = match &traced.path {
+                        Some(path) => path_event(at_ms, traced.action, result, path),
+                        None => {
+                            let mut event = BehaviourEvent::new(at_ms, traced.action, result);
+                            event.unresolved = traced.unresolved;
+                            event
+                        }
+                    };
+                    self.trace.record(event);
                 }
             }
         }
@@ -597,6 +617,34 @@ impl Target for Process {
 
     fn fd_path(&self, fd: i32) -> Option<String> {
         link(&format!("/proc/{}/fd/{fd}", self.pid))
+    }
+
+    fn exe(&self) -> Option<String> {
+        link(&format!("/proc/{}/exe", self.pid))
+    }
+
+    /// Read through the process's root (`/proc/PID/root`): the folders
+    /// before the last name are resolved already, so the host follows no
+    /// symlink of the program's on the way.
+    fn read_link(&self, path: &str) -> Result<Option<String>, ()> {
+        let on_host = format!("/proc/{}/root{path}", self.pid);
+        match std::fs::symlink_metadata(&on_host) {
+            Ok(metadata) if metadata.file_type().is_symlink() => std::fs::read_link(&on_host)
+                .map(|target| Some(target.to_string_lossy().into_owned()))
+                .map_err(|_| ()),
+            Ok(_) => Ok(None),
+            // A missing name, or a file where a folder was named: the
+            // call fails, reaching no object but its name.
+            Err(error)
+                if matches!(
+                    error.raw_os_error(),
+                    Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::ENAMETOOLONG)
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(_) => Err(()),
+        }
     }
 }
 

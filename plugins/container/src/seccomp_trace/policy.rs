@@ -58,6 +58,30 @@ pub const NOTIFIED: &[(&str, i64, Rule)] = &[
     ("kill", libc::SYS_kill, Rule::Allowed),
     ("tkill", libc::SYS_tkill, Rule::Allowed),
     ("tgkill", libc::SYS_tgkill, Rule::Allowed),
+    ("rt_sigqueueinfo", libc::SYS_rt_sigqueueinfo, Rule::Allowed),
+    (
+        "rt_tgsigqueueinfo",
+        libc::SYS_rt_tgsigqueueinfo,
+        Rule::Allowed,
+    ),
+    (
+        "pidfd_send_signal",
+        libc::SYS_pidfd_send_signal,
+        Rule::Allowed,
+    ),
+    ("sendto", libc::SYS_sendto, Rule::Allowed),
+    ("sendmsg", libc::SYS_sendmsg, Rule::Allowed),
+    ("sendmmsg", libc::SYS_sendmmsg, Rule::Allowed),
+    // A hard link gives an object a second name, which no path resolution
+    // can tell from its first: the trace's paths are then unresolved.
+    ("link", libc::SYS_link, Rule::Allowed),
+    ("linkat", libc::SYS_linkat, Rule::Allowed),
+    // Writes onto a path without an open: fs.open events (write).
+    ("truncate", libc::SYS_truncate, Rule::Allowed),
+    ("mknod", libc::SYS_mknod, Rule::Allowed),
+    ("mknodat", libc::SYS_mknodat, Rule::Allowed),
+    ("symlink", libc::SYS_symlink, Rule::Allowed),
+    ("symlinkat", libc::SYS_symlinkat, Rule::Allowed),
     ("ptrace", libc::SYS_ptrace, Rule::Refused),
     ("unlink", libc::SYS_unlink, Rule::Allowed),
     ("unlinkat", libc::SYS_unlinkat, Rule::Allowed),
@@ -82,6 +106,17 @@ pub fn rule(nr: i64) -> Option<Rule> {
         .find(|(_, number, _)| *number == nr)
         .map(|(_, _, rule)| *rule)
 }
+
+/// Whether a call of architecture `arch` numbered `nr` is one the listener
+/// cannot decode (a 32-bit call, `int 0x80`, or an x32 call): it is
+/// refused with [`ENOSYS`], as a kernel without that ABI would, and the
+/// program runs on.
+pub fn undecodable(arch: u32, nr: i64) -> bool {
+    arch != AUDIT_ARCH_X86_64 || nr & X32_SYSCALL_BIT != 0
+}
+
+/// `ENOSYS`: the answer to a call the listener cannot decode.
+pub const ENOSYS: i32 = 38;
 
 /// The verdict the untraced profile gives call `nr` of architecture `arch`
 /// with these register arguments, compared as libseccomp compiles the rules
@@ -163,6 +198,12 @@ mod tests {
         assert_eq!(call(libc::SYS_read, [0; 6]), None);
         assert_eq!(verdict(0x4000_0003, 11, &[0; 6]), None);
         assert_eq!(call(libc::SYS_openat | 0x4000_0000, [0; 6]), None);
+        assert!(undecodable(0x4000_0003, 11));
+        assert!(undecodable(
+            AUDIT_ARCH_X86_64,
+            libc::SYS_openat | 0x4000_0000
+        ));
+        assert!(!undecodable(AUDIT_ARCH_X86_64, libc::SYS_read));
         let mut numbers: Vec<i64> = NOTIFIED.iter().map(|(_, nr, _)| *nr).collect();
         numbers.sort_unstable();
         numbers.dedup();
