@@ -208,9 +208,11 @@ mod tests {
     use super::*;
 
     fn spawn_rooted(root_arg: &str) -> std::process::Child {
-        // `sh -c CMD NAME`: NAME is only $0, so it shows in the command line.
+        // `sh -c CMD NAME`: NAME is only $0, so it shows in the command
+        // line. A loop, so that the shell stays (a lone `sleep` would be
+        // exec'd in its place, and the name gone from the command line).
         std::process::Command::new("sh")
-            .args(["-c", "sleep 30", root_arg])
+            .args(["-c", "while :; do sleep 1; done", root_arg])
             .spawn()
             .expect("spawn sh")
     }
