@@ -38,6 +38,8 @@ const LAYERS: &[(&str, u8)] = &[
 /// depends on plugins/sandbox, and the shared plugins/container,
 /// plugins/oci-image, only").
 const BACKENDS: &[&str] = &["progscore-docker", "progscore-oci", "progscore-wasi"];
+/// The faces over the runtime: the CLI binary, the Python package, the server.
+const FACES: &[&str] = &["progscore", "progscore-python", "progscore-server"];
 const BACKEND_MAY_USE: &[&str] = &[
     "progscore-sandbox",
     "progscore-container",
@@ -120,12 +122,23 @@ fn crate_dependencies_point_one_way_and_backends_use_only_the_contract() {
         }
     }
     assert_eq!(wrong, Vec::<String>::new(), "arrows back up or across");
-    // The faces share the runtime rather than each other.
-    for face in ["progscore", "progscore-python", "progscore-server"] {
+    // The faces share the runtime rather than each other, and reach the
+    // backends only through it.
+    for face in FACES {
+        let backends: Vec<&String> = crates[*face]
+            .iter()
+            .filter(|d| BACKENDS.contains(&d.as_str()))
+            .collect();
         assert!(
-            crates[face].iter().any(|d| d == "progscore-runtime"),
+            backends.is_empty(),
+            "face {face} depends on backends {backends:?}: reach them through progscore-runtime"
+        );
+    }
+    for face in FACES {
+        assert!(
+            crates[*face].iter().any(|d| d == "progscore-runtime"),
             "{face} does not use progscore-runtime: {:?}",
-            crates[face]
+            crates[*face]
         );
     }
 }

@@ -8,7 +8,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     // The WASI backend re-runs this executable as its worker processes.
-    if let Some(code) = progscore_wasi::worker::run_if_requested() {
+    if let Some(code) = progscore_runtime::backends::run_wasi_worker_if_requested() {
         return code;
     }
     // A closed pipe ends progscore only when it is its own standard output

@@ -198,13 +198,7 @@ fn wasi_workers() -> WasiWorkers {
             .find(|candidate| candidate.is_file())
     });
     match on_path {
-        Some(binary) => {
-            let mut command = progscore_wasi::WorkerCommand::new(binary);
-            command
-                .env
-                .push((progscore_wasi::WORKER_ENV.into(), "1".into()));
-            WasiWorkers::Command(command)
-        }
+        Some(binary) => WasiWorkers::progscore_binary(binary),
         None => WasiWorkers::Auto,
     }
 }

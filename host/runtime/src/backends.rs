@@ -13,6 +13,16 @@ use progscore_sandbox::{
 };
 use progscore_wasi::{WasiClient, WasiOptions, WorkerCommand};
 
+/// The name of the engine a config without `[[docker.engines]]` has.
+pub use progscore_docker::DEFAULT_ENGINE_NAME;
+
+/// Turns this process into a WASI worker when it was started as one (the
+/// faces' binaries double as workers): call first thing in `main`; the exit
+/// code to end with, or `None` to go on as usual.
+pub fn run_wasi_worker_if_requested() -> Option<std::process::ExitCode> {
+    progscore_wasi::worker::run_if_requested()
+}
+
 /// Every backend the config needs, each built only if a profile uses it.
 pub struct Backends {
     profiles: Vec<RuntimeProfile>,
@@ -31,6 +41,28 @@ pub enum WasiWorkers {
     /// The `progscore-wasi-worker` binary next to the running executable
     /// when there is one (a cargo build puts it there), else in-process threads.
     Auto,
+}
+
+impl WasiWorkers {
+    /// Workers that are this executable again (it calls
+    /// [`run_wasi_worker_if_requested`] first thing), or [`WasiWorkers::Auto`]
+    /// when the executable cannot be found.
+    pub fn this_executable() -> WasiWorkers {
+        match WorkerCommand::current_exe() {
+            Ok(command) => WasiWorkers::Command(command),
+            Err(_) => WasiWorkers::Auto,
+        }
+    }
+
+    /// Workers that are `binary`, a progscore executable, started with the
+    /// worker's environment variable set.
+    pub fn progscore_binary(binary: PathBuf) -> WasiWorkers {
+        let mut command = WorkerCommand::new(binary);
+        command
+            .env
+            .push((progscore_wasi::WORKER_ENV.into(), "1".into()));
+        WasiWorkers::Command(command)
+    }
 }
 
 impl Backends {

@@ -85,7 +85,8 @@ pub async fn run(config: &Config, args: DoctorArgs) -> anyhow::Result<u8> {
                 Some(n) => format!(", {n} programs at once"),
                 None => String::new(),
             };
-            if reports.len() == 1 && report.name == progscore_docker::DEFAULT_ENGINE_NAME {
+            if reports.len() == 1 && report.name == progscore_runtime::backends::DEFAULT_ENGINE_NAME
+            {
                 println!("docker engine: {} at {}", report.engine, report.endpoint);
             } else {
                 println!(

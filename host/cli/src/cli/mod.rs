@@ -142,11 +142,7 @@ impl Terminations {
 
 /// WASI guests run in worker processes that are this executable again.
 pub fn wasi_workers() -> progscore_runtime::backends::WasiWorkers {
-    use progscore_runtime::backends::WasiWorkers;
-    match progscore_wasi::WorkerCommand::current_exe() {
-        Ok(command) => WasiWorkers::Command(command),
-        Err(_) => WasiWorkers::Auto,
-    }
+    progscore_runtime::backends::WasiWorkers::this_executable()
 }
 
 pub async fn dispatch(args: Args) -> u8 {
