@@ -3,9 +3,11 @@
 //! 1. `progscore score` on >= 100 generated programs vs the hardened
 //!    `docker run` loop (scripts/docker-run-loop.sh) with the same limits,
 //!    each at its best parallelism; the ratio (target >= 1.5x).
-//! 2. Peak RSS of `progscore score` and `progscore rescore` on a
-//!    10,000-item batch whose evidence is already stored (nothing runs),
-//!    beside the RSS of `progscore profiles` (target <= 150 MB).
+//! 2. Peak RSS and items/s of `progscore score` and `progscore rescore`
+//!    on batches whose evidence is already stored (nothing runs), by size
+//!    (`PROGSCORE_BENCH_SIZES`, default 10,000 and 100,000), beside the RSS
+//!    of `progscore profiles`: memory must not grow with the batch (target:
+//!    the largest within 1.5x of the smallest, items/s not lower).
 //!
 //! `cargo bench -p progscore --bench cli` (after scripts/setup.sh); add
 //! `-- throughput` or `-- memory` for one part.
@@ -27,7 +29,9 @@ use progscore_scoring::{
 };
 
 const PROGRAMS: usize = 120;
-const BIG_BATCH: usize = 10_000;
+/// Batch sizes for the memory part (`PROGSCORE_BENCH_SIZES`, comma
+/// separated): peak RSS must not grow with the batch (items stream).
+const DEFAULT_SIZES: &str = "10000,100000";
 
 fn main() {
     let repo = progscore_test_kit::workspace_root();
@@ -53,8 +57,13 @@ fn main() {
         println!();
     }
     if runs("memory") {
-        println!("peak RSS, {BIG_BATCH}-item batch with stored evidence");
-        memory(dir.path(), &config_path);
+        let sizes: Vec<usize> = std::env::var("PROGSCORE_BENCH_SIZES")
+            .unwrap_or_else(|_| DEFAULT_SIZES.into())
+            .split(',')
+            .map(|size| size.trim().parse().expect("PROGSCORE_BENCH_SIZES: numbers"))
+            .collect();
+        println!("peak RSS and rate by batch size, evidence stored (nothing runs): {sizes:?}");
+        memory(dir.path(), &config_path, &sizes);
     }
 }
 
@@ -69,8 +78,11 @@ fn item_line(i: usize, expected: &str) -> String {
 }
 
 fn expected_output(i: usize) -> String {
-    let n = 1000 + i as u64;
-    ((0..n).map(|k| k * k).sum::<u64>() % 1000 + i as u64).to_string()
+    // sum of k^2 for k < n, in closed form (a million items would take
+    // minutes summed term by term).
+    let n = 1000 + i as u128;
+    let squares = (n - 1) * n * (2 * n - 1) / 6;
+    (squares % 1000 + i as u128).to_string()
 }
 
 fn throughput(repo: &Path, dir: &Path, config: &Path) {
@@ -185,7 +197,8 @@ fn docker_loop(repo: &Path, dir: &Path, image: &str, count: usize, jobs: usize) 
     wall
 }
 
-fn memory(dir: &Path, config_path: &Path) {
+fn memory(dir: &Path, config_path: &Path, sizes: &[usize]) {
+    let largest = sizes.iter().copied().max().expect("a size");
     // Stored evidence for every item, made through the real scorer with a
     // scripted backend (it answers what the program would print).
     let config = Config::load(config_path).expect("config");
@@ -225,10 +238,13 @@ fn memory(dir: &Path, config_path: &Path) {
         ProgramExecutionSource::new(client, store.clone()),
         comparators,
     );
-    let mut lines = Vec::with_capacity(BIG_BATCH);
+    // The largest batch's lines, written as they are seeded; a smaller
+    // batch is its first lines.
+    let all = dir.join("all.jsonl");
+    let mut lines = std::io::BufWriter::new(std::fs::File::create(&all).expect("batch"));
     let seeding = Instant::now();
     runtime.block_on(async {
-        for i in 0..BIG_BATCH {
+        for i in 0..largest {
             let line = item_line(i, &expected_output(i));
             let item: serde_json::Value = serde_json::from_str(&line).expect("item");
             let expectation =
@@ -245,11 +261,13 @@ fn memory(dir: &Path, config_path: &Path) {
                 )
                 .await
                 .expect("seed score");
-            lines.push(line);
+            use std::io::Write as _;
+            writeln!(lines, "{line}").expect("batch line");
         }
     });
+    drop(lines);
     println!(
-        "  (seeded {BIG_BATCH} observations in {:.1} s)",
+        "  (seeded {largest} observations in {:.1} s)",
         seeding.elapsed().as_secs_f64()
     );
     drop(scorer);
@@ -261,13 +279,63 @@ fn memory(dir: &Path, config_path: &Path) {
             .replace("path = \"bench.db\"", "path = \"big.db\""),
     )
     .expect("config");
-    let batch = dir.join("big.jsonl");
-    std::fs::write(&batch, lines.join("\n")).expect("batch");
-
     let (baseline, _) = peak_rss(&big_config, &["profiles"]);
+    println!(
+        "  {:<10} {:>16} {:>10} {:>10} {:>16} {:>10} {:>10}",
+        "items", "score peak RSS", "wall (s)", "items/s", "rescore RSS", "wall (s)", "items/s"
+    );
+    println!(
+        "  {:<10} {:>13.1} MB   (progscore profiles: the startup baseline)",
+        "-",
+        mb(baseline)
+    );
+    let mut rows = Vec::new();
+    for &size in sizes {
+        let batch = dir.join(format!("batch-{size}.jsonl"));
+        {
+            use std::io::{BufRead as _, Write as _};
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&batch).expect("batch"));
+            let read = std::io::BufReader::new(std::fs::File::open(&all).expect("all"));
+            for line in read.lines().take(size) {
+                writeln!(out, "{}", line.expect("line")).expect("batch line");
+            }
+        }
+        let row = measure(&big_config, dir, &batch, size);
+        println!(
+            "  {:<10} {:>13.1} MB {:>10.2} {:>10.0} {:>13.1} MB {:>10.2} {:>10.0}",
+            size,
+            mb(row.0),
+            row.1.as_secs_f64(),
+            size as f64 / row.1.as_secs_f64(),
+            mb(row.2),
+            row.3.as_secs_f64(),
+            size as f64 / row.3.as_secs_f64(),
+        );
+        rows.push((size, row));
+        let _ = std::fs::remove_file(&batch);
+    }
+    if let (Some((small, a)), Some((large, b))) = (rows.first(), rows.last())
+        && small != large
+    {
+        println!(
+            "  {large} vs {small} items: peak RSS score {:.2}x, rescore {:.2}x; items/s score {:.2}x, rescore {:.2}x",
+            b.0 as f64 / a.0 as f64,
+            b.2 as f64 / a.2 as f64,
+            (*large as f64 / b.1.as_secs_f64()) / (*small as f64 / a.1.as_secs_f64()),
+            (*large as f64 / b.3.as_secs_f64()) / (*small as f64 / a.3.as_secs_f64()),
+        );
+    }
+    println!(
+        "  target: peak RSS at the largest within 1.5x of the smallest, items/s not lower; <= 150 MB"
+    );
+}
+
+/// `score` then `rescore` of `batch` (`size` items, all stored): each one's
+/// peak RSS and wall time.
+fn measure(config: &Path, dir: &Path, batch: &Path, size: usize) -> (u64, Duration, u64, Duration) {
     let scored = dir.join("scored.jsonl");
     let (score_rss, score_wall) = peak_rss(
-        &big_config,
+        config,
         &[
             "score",
             batch.to_str().unwrap(),
@@ -276,14 +344,14 @@ fn memory(dir: &Path, config_path: &Path) {
         ],
     );
     let lines = std::fs::read_to_string(&scored).expect("score results");
-    assert_eq!(lines.lines().count(), BIG_BATCH);
+    assert_eq!(lines.lines().count(), size);
     assert!(
         lines.lines().all(|l| l.contains("\"evidence\":\"stored\"")),
         "score ran something instead of reusing the stored evidence"
     );
     let rescored = dir.join("rescored.jsonl");
     let (rescore_rss, rescore_wall) = peak_rss(
-        &big_config,
+        config,
         &[
             "rescore",
             batch.to_str().unwrap(),
@@ -293,31 +361,12 @@ fn memory(dir: &Path, config_path: &Path) {
     );
     // The figure counts only if the evidence was found and re-graded.
     let lines = std::fs::read_to_string(&rescored).expect("rescore results");
-    assert_eq!(lines.lines().count(), BIG_BATCH);
+    assert_eq!(lines.lines().count(), size);
     assert!(
         lines.lines().all(|l| l.contains("\"value\":true")),
         "rescore did not find every item's evidence"
     );
-    println!("  {:<44} {:>10} {:>10}", "", "peak RSS", "wall (s)");
-    println!(
-        "  {:<44} {:>7.1} MB {:>10}",
-        "progscore profiles (baseline: startup)",
-        mb(baseline),
-        "-"
-    );
-    println!(
-        "  {:<44} {:>7.1} MB {:>10.2}",
-        "progscore score, 10,000 items (all stored)",
-        mb(score_rss),
-        score_wall.as_secs_f64()
-    );
-    println!(
-        "  {:<44} {:>7.1} MB {:>10.2}",
-        "progscore rescore, 10,000 items",
-        mb(rescore_rss),
-        rescore_wall.as_secs_f64()
-    );
-    println!("  target: <= 150 MB");
+    (score_rss, score_wall, rescore_rss, rescore_wall)
 }
 
 fn mb(kib: u64) -> f64 {

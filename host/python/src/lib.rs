@@ -8,6 +8,7 @@
 //! ends, and reads its outcome on its own thread (see `task.rs` for why
 //! progscore's threads never touch Python).
 
+mod batch;
 mod errors;
 mod remote;
 mod task;
@@ -32,6 +33,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
+use crate::batch::NativeBatch;
 use crate::errors::{
     EvidenceStoreError, InvalidExpectationError, ProgscoreError, ReplayRefusedError,
     SandboxRefusedError,
@@ -301,36 +303,11 @@ impl NativeScorer {
         progscore_runtime::policy::default_jobs(engines_take.unwrap_or(0))
     }
 
-    /// Reads a batch file as `progscore score` does: its items (a JSON list
-    /// of `{line, id, program, expectation, profile}`, each expectation
-    /// canonical and valid) and its refused lines, each said as
-    /// `file:line: field ...: message`.
-    fn prepare_batch(&self, path: PathBuf) -> PyResult<(String, Vec<String>)> {
-        let batch = progscore_runtime::batch::Batch::read(&path)
-            .map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
-        let prepared = progscore_runtime::batch_run::prepare(
-            batch,
-            &path.display().to_string(),
-            self.scorer.replayer(),
-            Some(&self.scorer),
-        );
-        let items: Vec<serde_json::Value> = prepared
-            .items
-            .into_iter()
-            .map(|item| {
-                serde_json::json!({
-                    "line": item.line,
-                    "profile": item.profile(),
-                    "id": item.id,
-                    "program": progscore_sandbox::ByteString(item.program),
-                    "expectation": item.expectation,
-                })
-            })
-            .collect();
-        let items =
-            serde_json::to_string(&items).map_err(|e| ProgscoreError::new_err(e.to_string()))?;
-        let bad_lines = prepared.bad_lines.iter().map(ToString::to_string).collect();
-        Ok((items, bad_lines))
+    /// Reads a batch file once as `progscore score` does (each line checked
+    /// as scoring would); the batch it gives runs on the runtime's batch
+    /// driver.
+    fn survey_batch(&self, path: PathBuf) -> PyResult<NativeBatch> {
+        NativeBatch::survey(self.scorer.clone(), self.backends.clone(), path)
     }
 
     /// Checks `profile` before anything runs (as `progscore score` does for
@@ -524,15 +501,7 @@ impl NativeSummary {
 
     /// `{true, false, undetermined, errors, not_scored, cancelled}`.
     fn counts(&self) -> BTreeMap<&'static str, usize> {
-        let s = self.lock();
-        BTreeMap::from([
-            ("true", s.trues),
-            ("false", s.falses),
-            ("undetermined", s.undetermined),
-            ("errors", s.errors),
-            ("not_scored", s.not_scored),
-            ("cancelled", s.cancelled),
-        ])
+        counts_of(&self.lock())
     }
 
     /// The exit status of `progscore score` for a batch that came to this
@@ -545,19 +514,8 @@ impl NativeSummary {
         fail_on: Vec<String>,
         signal_exit: Option<u8>,
     ) -> PyResult<u8> {
-        use progscore_runtime::policy::{BatchEnd, FailOn, exit_status};
-        let mut fail = FailOn::default();
-        for verdict in &fail_on {
-            match verdict.as_str() {
-                "false" => fail.falses = true,
-                "undetermined" => fail.undetermined = true,
-                other => {
-                    return Err(PyValueError::new_err(format!(
-                        "fail_on: `{other}` is not a verdict (false, undetermined)"
-                    )));
-                }
-            }
-        }
+        use progscore_runtime::policy::{BatchEnd, exit_status};
+        let fail = parse_fail_on(&fail_on)?;
         let summary = self.lock();
         let end = BatchEnd::of(&summary, signal_exit);
         Ok(exit_status(end, &summary, fail, bad_lines))
@@ -572,11 +530,41 @@ impl NativeSummary {
     }
 }
 
+/// A summary's counts as Python reads them.
+pub(crate) fn counts_of(s: &progscore_runtime::results::Summary) -> BTreeMap<&'static str, usize> {
+    BTreeMap::from([
+        ("true", s.trues),
+        ("false", s.falses),
+        ("undetermined", s.undetermined),
+        ("errors", s.errors),
+        ("not_scored", s.not_scored),
+        ("cancelled", s.cancelled),
+    ])
+}
+
+/// `--fail-on`'s verdicts (`"false"`, `"undetermined"`) as the policy takes them.
+pub(crate) fn parse_fail_on(verdicts: &[String]) -> PyResult<progscore_runtime::policy::FailOn> {
+    let mut fail = progscore_runtime::policy::FailOn::default();
+    for verdict in verdicts {
+        match verdict.as_str() {
+            "false" => fail.falses = true,
+            "undetermined" => fail.undetermined = true,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "fail_on: `{other}` is not a verdict (false, undetermined)"
+                )));
+            }
+        }
+    }
+    Ok(fail)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeClient>()?;
     m.add_class::<NativeDesk>()?;
     m.add_class::<NativeSummary>()?;
+    m.add_class::<NativeBatch>()?;
     m.add_function(wrap_pyfunction!(jobs_for_cores, m)?)?;
     m.add_class::<NativeStore>()?;
     m.add_class::<NativeScorer>()?;

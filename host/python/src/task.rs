@@ -27,7 +27,7 @@ use crate::errors::{
 use crate::wake::{WakeReader, WakeWriter, wake_pair};
 
 /// The runtime all of the module's work runs on.
-static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+pub(crate) static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
     tokio::runtime::Builder::new_multi_thread()
         .thread_name("progscore-python")
         .enable_all()

@@ -27,6 +27,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from progscore import (  # noqa: E402
     ContentScorable,
     Equals,
+    EvidenceStore,
     ProgramBehaves,
     ProgramCase,
     ProgramInvocation,
@@ -428,3 +429,29 @@ def test_a_node_that_cannot_run_a_profile_gets_none_of_its_programs(
 
     results = score_many([sleeper(0, 0.1), sleeper(1, 0.1)], config=config)
     assert [r.value for r in results if isinstance(r, Score)] == [True, True], results
+
+
+def test_a_failed_store_stops_the_batch_once_as_progscore_score_does(
+    cluster: tuple[Cluster, list[Any]], config: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    head, _ = cluster
+    store = tmp_path / "evidence.db"
+    EvidenceStore(store)  # the store's tables, as the driver would make them
+    # The store stops taking scores, as a full or failing disk would.
+    with sqlite3.connect(store) as db:
+        db.execute("CREATE TRIGGER test_store_fails BEFORE INSERT ON scores BEGIN SELECT RAISE(FAIL, 'disk I/O error'); END")
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("".join(json.dumps({
+        "id": f"item-{i}", "program": f"print({i})",
+        "expectation": {"conditions": [{"program_behaves": {"profile": "python", "cases": [
+            {"invocation": {"args": []}, "expected": {"exit_code": 0}}]}}]},
+    }) + "\n" for i in range(40)))
+    result = run_cli(config, head.address, batch)
+    assert result.returncode == 2, result.stderr
+    # Said once, and the batch stopped: the items left were not run.
+    assert result.stderr.count("disk I/O error") == 1, result.stderr
+    assert "stopped: the evidence store failed" in result.stderr, result.stderr
+    assert result.stdout == "", "no result line without its score stored"
+    # The items never started are counted as not scored, not run.
+    not_scored = [line for line in result.stderr.splitlines() if line.strip().startswith("not scored")]
+    assert not_scored and int(not_scored[0].split()[-1]) > 30, result.stderr

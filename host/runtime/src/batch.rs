@@ -82,11 +82,9 @@ struct RawLine {
 impl Batch {
     /// Reads a batch file; relative `program_file`s resolve against its folder.
     pub fn read(path: &Path) -> Result<Batch, BatchReadError> {
-        let bytes = std::fs::read(path).map_err(|source| BatchReadError {
-            file: path.display().to_string(),
-            source,
-        })?;
-        Ok(Batch::parse_bytes(path, &bytes))
+        Ok(Batch::collect(
+            BatchSource::File(path.to_path_buf()).lines()?,
+        ))
     }
 
     /// Parses batch text that came from `path`.
@@ -98,140 +96,280 @@ impl Batch {
     /// decoded on its own: a line that is not UTF-8 is refused (naming the
     /// first bad byte), and the other lines are still read.
     pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Batch {
-        let base = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        Batch::parse_lines(&path.display().to_string(), Some(base), bytes)
+        let mut parser = LineParser::new(path.display().to_string(), Some(folder_of(path)));
+        Batch::collect(
+            lines(bytes)
+                .enumerate()
+                .filter_map(|(index, raw)| parser.parse(index + 1, raw)),
+        )
     }
 
     /// Parses batch lines that came over a network from `source` (a name
     /// for messages, such as `request`): the same shape, but `program_file`
     /// is refused, since a path would name a file of this machine.
     pub fn parse_sent(source: &str, bytes: &[u8]) -> Batch {
-        Batch::parse_lines(source, None, bytes)
+        let mut parser = LineParser::new(source.to_string(), None);
+        Batch::collect(
+            lines(bytes)
+                .enumerate()
+                .filter_map(|(index, raw)| parser.parse(index + 1, raw)),
+        )
     }
 
-    /// The lines of `bytes` from `file`; `program_file`s resolve against
-    /// `base`, or are refused without one.
-    fn parse_lines(file: &str, base: Option<&Path>, bytes: &[u8]) -> Batch {
-        let file = file.to_string();
+    fn collect(read: impl Iterator<Item = Result<BatchItem, BatchLineError>>) -> Batch {
         let mut batch = Batch::default();
-        let mut seen = HashSet::new();
-        for (index, raw) in lines(bytes).enumerate() {
-            let line = index + 1;
-            let error =
-                |id: Option<String>, field: Option<String>, message: String| BatchLineError {
-                    file: file.clone(),
-                    line,
-                    id,
-                    field,
-                    message,
-                };
-            let raw = match std::str::from_utf8(raw) {
-                Ok(raw) => raw,
-                Err(bad) => {
-                    // The id, when the bad byte is elsewhere (in the
-                    // program, say), so the result line can name the item.
-                    let lossy = String::from_utf8_lossy(raw);
-                    let id = serde_json::from_str::<serde_json::Value>(&lossy)
-                        .ok()
-                        .and_then(|v| v.get("id").and_then(|id| id.as_str()).map(String::from))
-                        .filter(|id| !id.contains(char::REPLACEMENT_CHARACTER));
-                    batch.errors.push(error(
-                        id,
-                        None,
-                        format!(
-                            "not UTF-8 at byte {} (a batch line is UTF-8 JSON: give a binary program as `program_file`, binary stdin as {{\"base64\": ...}})",
-                            bad.valid_up_to() + 1
-                        ),
-                    ));
-                    continue;
-                }
-            };
-            if raw.trim().is_empty() || raw.trim_start().starts_with("//") {
-                continue;
+        for line in read {
+            match line {
+                Ok(item) => batch.items.push(item),
+                Err(error) => batch.errors.push(error),
             }
-            let deserializer = &mut serde_json::Deserializer::from_str(raw);
-            let parsed: Result<RawLine, _> = serde_path_to_error::deserialize(deserializer);
-            let parsed = match parsed {
-                Ok(parsed) => parsed,
-                Err(err) => {
-                    let path = err.path().to_string();
-                    let id = serde_json::from_str::<serde_json::Value>(raw)
-                        .ok()
-                        .and_then(|v| v.get("id").and_then(|id| id.as_str()).map(String::from));
-                    let field = (path != ".").then_some(path);
-                    batch
-                        .errors
-                        .push(error(id, field, err.into_inner().to_string()));
-                    continue;
-                }
-            };
-            let id = parsed.id;
-            if id.trim().is_empty() {
-                batch
-                    .errors
-                    .push(error(None, Some("id".into()), "must not be empty".into()));
-                continue;
-            }
-            if !seen.insert(id.clone()) {
-                batch.errors.push(error(
-                    Some(id.clone()),
-                    Some("id".into()),
-                    format!("`{id}` appears on an earlier line"),
-                ));
-                continue;
-            }
-            let program = match (parsed.program, parsed.program_file) {
-                (Some(program), None) => program.into_bytes(),
-                (None, Some(_)) if base.is_none() => {
-                    batch.errors.push(error(
-                        Some(id),
-                        Some("program_file".into()),
-                        "not accepted here: send the code itself as `program`".into(),
-                    ));
-                    continue;
-                }
-                (None, Some(program_file)) => {
-                    let resolved = base.unwrap_or(Path::new(".")).join(&program_file);
-                    match std::fs::read(&resolved) {
-                        Ok(bytes) => bytes,
-                        Err(err) => {
-                            batch.errors.push(error(
-                                Some(id),
-                                Some("program_file".into()),
-                                format!("cannot read {}: {err}", resolved.display()),
-                            ));
-                            continue;
-                        }
-                    }
-                }
-                (Some(_), Some(_)) => {
-                    batch.errors.push(error(
-                        Some(id),
-                        Some("program".into()),
-                        "give either `program` or `program_file`, not both".into(),
-                    ));
-                    continue;
-                }
-                (None, None) => {
-                    batch.errors.push(error(
-                        Some(id),
-                        Some("program".into()),
-                        "missing: give `program` (the code) or `program_file` (a path)".into(),
-                    ));
-                    continue;
-                }
-            };
-            batch.items.push(BatchItem {
-                line,
-                id,
-                program,
-                expectation: parsed.expectation,
-            });
         }
         batch
+    }
+}
+
+/// Where a batch's lines come from: read line by line as they are needed,
+/// so that a batch of millions is never in memory at once.
+#[derive(Debug, Clone)]
+pub enum BatchSource {
+    /// A batch file; relative `program_file`s resolve against its folder.
+    File(PathBuf),
+    /// Lines sent over a network (a request's body), named `source` in
+    /// messages; `program_file` is refused there.
+    Sent {
+        /// A name for messages, such as `request`.
+        source: String,
+        /// The lines.
+        bytes: std::sync::Arc<[u8]>,
+    },
+}
+
+impl BatchSource {
+    /// The name messages give the batch (the file's path, or the source).
+    pub fn name(&self) -> String {
+        match self {
+            BatchSource::File(path) => path.display().to_string(),
+            BatchSource::Sent { source, .. } => source.clone(),
+        }
+    }
+
+    /// The batch's lines in order, each an item or the error naming what is
+    /// wrong with it (blank lines and `//` comments skipped). An id seen on
+    /// an earlier line is refused; ids are remembered by a 128-bit digest,
+    /// so that memory stays small for millions of items.
+    pub fn lines(
+        &self,
+    ) -> Result<Box<dyn Iterator<Item = Result<BatchItem, BatchLineError>> + Send>, BatchReadError>
+    {
+        match self {
+            BatchSource::File(path) => {
+                let read_error = |source| BatchReadError {
+                    file: path.display().to_string(),
+                    source,
+                };
+                let file = std::fs::File::open(path).map_err(read_error)?;
+                let mut parser = LineParser::new(path.display().to_string(), Some(folder_of(path)));
+                let mut reader = std::io::BufReader::new(file);
+                let mut buffer = Vec::new();
+                let mut number = 0;
+                let mut failed = false;
+                let name = path.display().to_string();
+                Ok(Box::new(std::iter::from_fn(move || {
+                    loop {
+                        if failed {
+                            return None;
+                        }
+                        buffer.clear();
+                        match std::io::BufRead::read_until(&mut reader, b'\n', &mut buffer) {
+                            Ok(0) => return None,
+                            Ok(_) => {}
+                            Err(error) => {
+                                // The file could not be read on: said as
+                                // the line where reading stopped.
+                                failed = true;
+                                return Some(Err(BatchLineError {
+                                    file: name.clone(),
+                                    line: number + 1,
+                                    id: None,
+                                    field: None,
+                                    message: format!("cannot read the batch on from here: {error}"),
+                                }));
+                            }
+                        }
+                        number += 1;
+                        let raw = buffer.strip_suffix(b"\n").unwrap_or(&buffer);
+                        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+                        if let Some(parsed) = parser.parse(number, raw) {
+                            return Some(parsed);
+                        }
+                    }
+                })))
+            }
+            BatchSource::Sent { source, bytes } => {
+                let mut parser = LineParser::new(source.clone(), None);
+                let bytes = bytes.clone();
+                let mut at = 0;
+                let mut number = 0;
+                Ok(Box::new(std::iter::from_fn(move || {
+                    loop {
+                        if at >= bytes.len() {
+                            return None;
+                        }
+                        let end = bytes[at..]
+                            .iter()
+                            .position(|b| *b == b'\n')
+                            .map_or(bytes.len(), |n| at + n);
+                        let raw = &bytes[at..end];
+                        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+                        at = end + 1;
+                        number += 1;
+                        if let Some(parsed) = parser.parse(number, raw) {
+                            return Some(parsed);
+                        }
+                    }
+                })))
+            }
+        }
+    }
+}
+
+fn folder_of(path: &Path) -> PathBuf {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf()
+}
+
+/// Parses one batch line at a time, remembering the ids seen.
+struct LineParser {
+    file: String,
+    /// Where `program_file`s resolve; `None`: refused.
+    base: Option<PathBuf>,
+    /// A digest of every id seen (16 bytes each, where the ids themselves
+    /// would take their length and a heap allocation).
+    seen: HashSet<[u8; 16]>,
+}
+
+impl LineParser {
+    fn new(file: String, base: Option<PathBuf>) -> LineParser {
+        LineParser {
+            file,
+            base,
+            seen: HashSet::new(),
+        }
+    }
+
+    fn id_digest(id: &str) -> [u8; 16] {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(id.as_bytes());
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&digest[..16]);
+        out
+    }
+
+    /// Line `line` (1-based), without its line end: `None` for a blank
+    /// line or a comment.
+    fn parse(&mut self, line: usize, raw: &[u8]) -> Option<Result<BatchItem, BatchLineError>> {
+        let base = self.base.as_deref();
+        let error = |id: Option<String>, field: Option<String>, message: String| {
+            Some(Err(BatchLineError {
+                file: self.file.clone(),
+                line,
+                id,
+                field,
+                message,
+            }))
+        };
+        let raw = match std::str::from_utf8(raw) {
+            Ok(raw) => raw,
+            Err(bad) => {
+                // The id, when the bad byte is elsewhere (in the
+                // program, say), so the result line can name the item.
+                let lossy = String::from_utf8_lossy(raw);
+                let id = serde_json::from_str::<serde_json::Value>(&lossy)
+                    .ok()
+                    .and_then(|v| v.get("id").and_then(|id| id.as_str()).map(String::from))
+                    .filter(|id| !id.contains(char::REPLACEMENT_CHARACTER));
+                return error(
+                    id,
+                    None,
+                    format!(
+                        "not UTF-8 at byte {} (a batch line is UTF-8 JSON: give a binary program as `program_file`, binary stdin as {{\"base64\": ...}})",
+                        bad.valid_up_to() + 1
+                    ),
+                );
+            }
+        };
+        if raw.trim().is_empty() || raw.trim_start().starts_with("//") {
+            return None;
+        }
+        let deserializer = &mut serde_json::Deserializer::from_str(raw);
+        let parsed: Result<RawLine, _> = serde_path_to_error::deserialize(deserializer);
+        let parsed = match parsed {
+            Ok(parsed) => parsed,
+            Err(err) => {
+                let path = err.path().to_string();
+                let id = serde_json::from_str::<serde_json::Value>(raw)
+                    .ok()
+                    .and_then(|v| v.get("id").and_then(|id| id.as_str()).map(String::from));
+                let field = (path != ".").then_some(path);
+                return error(id, field, err.into_inner().to_string());
+            }
+        };
+        let id = parsed.id;
+        if id.trim().is_empty() {
+            return error(None, Some("id".into()), "must not be empty".into());
+        }
+        if !self.seen.insert(LineParser::id_digest(&id)) {
+            return error(
+                Some(id.clone()),
+                Some("id".into()),
+                format!("`{id}` appears on an earlier line"),
+            );
+        }
+        let program = match (parsed.program, parsed.program_file) {
+            (Some(program), None) => program.into_bytes(),
+            (None, Some(_)) if base.is_none() => {
+                return error(
+                    Some(id),
+                    Some("program_file".into()),
+                    "not accepted here: send the code itself as `program`".into(),
+                );
+            }
+            (None, Some(program_file)) => {
+                let resolved = base.unwrap_or(Path::new(".")).join(&program_file);
+                match std::fs::read(&resolved) {
+                    Ok(bytes) => bytes,
+                    Err(err) => {
+                        return error(
+                            Some(id),
+                            Some("program_file".into()),
+                            format!("cannot read {}: {err}", resolved.display()),
+                        );
+                    }
+                }
+            }
+            (Some(_), Some(_)) => {
+                return error(
+                    Some(id),
+                    Some("program".into()),
+                    "give either `program` or `program_file`, not both".into(),
+                );
+            }
+            (None, None) => {
+                return error(
+                    Some(id),
+                    Some("program".into()),
+                    "missing: give `program` (the code) or `program_file` (a path)".into(),
+                );
+            }
+        };
+        Some(Ok(BatchItem {
+            line,
+            id,
+            program,
+            expectation: parsed.expectation,
+        }))
     }
 }
 

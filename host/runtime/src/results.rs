@@ -63,7 +63,30 @@ pub struct Summary {
     pub reasons: BTreeMap<ReasonKind, (usize, String)>,
 }
 
+/// How far a batch has come: what a progress display shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Items finished one way or another.
+    pub done: usize,
+    /// Verdicts true.
+    pub trues: usize,
+    /// Verdicts false.
+    pub falses: usize,
+    /// Verdicts undetermined.
+    pub undetermined: usize,
+}
+
 impl Summary {
+    /// How far the batch has come.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            done: self.done(),
+            trues: self.trues,
+            falses: self.falses,
+            undetermined: self.undetermined,
+        }
+    }
+
     /// Counts a score's verdict.
     pub fn add(&mut self, score: &Score) {
         match score.value {

@@ -9,6 +9,7 @@ use progscore_scoring::{ProgramExecutionScorer, ProgramExecutionSource, Replayer
 use thiserror::Error;
 
 use crate::backends::{Backends, WasiWorkers};
+use crate::batch_run::ScorerItems;
 use crate::comparators::WasmComparators;
 use crate::config::Config;
 
@@ -98,6 +99,17 @@ impl Session {
             session.backends = Some(backends);
         }
         Ok(session)
+    }
+
+    /// The batch items' scoring through this session's scorer (`None`
+    /// offline): what [`crate::batch_run::run_batch`] drives. Default jobs
+    /// follow what the configured engines take, once their preflight
+    /// reached them.
+    pub fn items(&self) -> Option<ScorerItems<'_>> {
+        Some(ScorerItems::new(
+            self.scorer.as_ref()?,
+            self.backends.clone(),
+        ))
     }
 
     /// The scorer over this session's store and comparators, running

@@ -61,7 +61,7 @@ pub async fn execute(
 fn proves_nothing(outcome: &Result<Executed, JobError>) -> bool {
     match outcome {
         Ok(executed) => executed.proves_nothing(),
-        Err(JobError::Refused(_)) => true,
+        Err(JobError::Refused { .. }) => true,
         Err(_) => false,
     }
 }

@@ -160,11 +160,21 @@ pub enum JobError {
     },
     /// The sandbox refused the run before anything ran (engine away...):
     /// nothing is known of the program.
-    Refused(String),
+    Refused {
+        /// What clients are told of it.
+        message: String,
+        /// The engine stopped answering (a batch stops for it once).
+        engine_gone: bool,
+    },
     /// Cancelled: the server is draining.
     Cancelled,
     /// A fault of the server's own parts (the store).
-    Internal(String),
+    Internal {
+        /// What clients are told: the fault's incident id in the log.
+        incident: String,
+        /// The evidence store itself failed (a batch stops for it once).
+        store_fault: bool,
+    },
 }
 
 impl JobError {
@@ -172,7 +182,18 @@ impl JobError {
     /// and ids of this host) goes to the log under an incident id; the
     /// client is told the fault happened and that id.
     pub fn internal(detail: impl std::fmt::Display) -> JobError {
-        JobError::Internal(crate::error::logged_incident(&detail))
+        JobError::Internal {
+            incident: crate::error::logged_incident(&detail),
+            store_fault: false,
+        }
+    }
+
+    /// A fault of the evidence store itself, logged as [`JobError::internal`].
+    pub fn store_failed(detail: impl std::fmt::Display) -> JobError {
+        JobError::Internal {
+            incident: crate::error::logged_incident(&detail),
+            store_fault: true,
+        }
     }
 
     /// The default answer; dialects map `Busy` and `Refused` their own way.
@@ -185,14 +206,16 @@ impl JobError {
                 field: None,
                 retry_after: Some(std::time::Duration::from_secs(1)),
             },
-            JobError::Refused(message) => ApiError {
+            JobError::Refused { message, .. } => ApiError {
                 status: axum::http::StatusCode::SERVICE_UNAVAILABLE,
                 message: format!("the sandbox could not run the program: {message}"),
                 field: None,
                 retry_after: Some(std::time::Duration::from_secs(5)),
             },
             JobError::Cancelled => ApiError::draining(),
-            JobError::Internal(message) => ApiError {
+            JobError::Internal {
+                incident: message, ..
+            } => ApiError {
                 status: axum::http::StatusCode::INTERNAL_SERVER_ERROR,
                 message,
                 field: None,

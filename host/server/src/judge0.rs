@@ -759,13 +759,15 @@ async fn run(
         Err(JobError::Busy { .. }) => Ok(StoredResult::internal_error(
             "the server shut down before the program ran; submit it again",
         )),
-        Err(JobError::Refused(message)) => Ok(StoredResult::internal_error(format!(
+        Err(JobError::Refused { message, .. }) => Ok(StoredResult::internal_error(format!(
             "the sandbox could not run the program: {message}"
         ))),
         Err(JobError::Cancelled) => Ok(StoredResult::internal_error(
             "the server shut down before the program ran to its end; submit it again",
         )),
-        Err(JobError::Internal(message)) => Ok(StoredResult::internal_error(format!(
+        Err(JobError::Internal {
+            incident: message, ..
+        }) => Ok(StoredResult::internal_error(format!(
             "progscore failed: {message}"
         ))),
     }

@@ -30,14 +30,20 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::StreamExt;
-use progscore_runtime::batch::{Batch, BatchItem, BatchLineError};
-use progscore_runtime::results::{result_line, verdict_word};
+use progscore_runtime::batch::{Batch, BatchItem, BatchLineError, BatchSource};
+use progscore_runtime::batch_run::{
+    self, BatchEvent, BatchOptions, ItemCheck, ItemEvent, ItemFailure, ItemRefusal, ItemScoring,
+    Stop,
+};
+use progscore_runtime::results::{Summary, result_line, verdict_word};
+use progscore_sandbox::BoxFuture;
 use progscore_sandbox::{ByteString, Invocation, PartialLimitsSpec, ProgramFiles};
 use progscore_scoring::{
-    Condition, ObservationRef, ProgramInput, ReplayRefusal, ReplayRequest, RescoreRequest,
-    ScoringError, ScoringExpectation,
+    Condition, ObservationRef, ProgramBehaves, ProgramInput, ReplayRefusal, ReplayRequest,
+    RescoreRequest, Score, ScoringError, ScoringExpectation,
 };
 use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
 
 use crate::body::{JsonBody, JsonBytes, JsonLinesBody};
 use crate::error::ApiError;
@@ -118,130 +124,185 @@ async fn score(
 }
 
 /// `POST /v1/batches`: NDJSON in, NDJSON out (bad lines first, then each
-/// result as it completes, then the summary).
+/// result as it completes, then the summary). The runtime's batch driver
+/// runs it, as it runs `progscore score`: the same counts, and a failed
+/// store or an engine gone stops the batch once (the summary says why).
 async fn batches(
     State(state): State<Arc<AppState>>,
     Query(options): Query<Options>,
     JsonLinesBody(body): JsonLinesBody,
 ) -> Result<Response, ApiError> {
-    let Batch { items, errors } = Batch::parse_sent(SENT, &body);
+    let source = BatchSource::Sent {
+        source: SENT.into(),
+        bytes: body.to_vec().into(),
+    };
+    let items = ServedItems {
+        state: state.clone(),
+    };
+    let survey = batch_run::survey(&source, &items)
+        .map_err(|error| ApiError::bad_field("body", error.to_string()))?;
+    let lines = survey.items() + survey.bad_lines.len();
     let max = state.settings().max_batch_items;
-    if items.len() + errors.len() > max {
+    if lines > max {
         return Err(ApiError::bad_field(
             "body",
             format!(
-                "{} items; this server accepts at most {max} in one batch ([serve] max_batch_items)",
-                items.len() + errors.len()
+                "{lines} items; this server accepts at most {max} in one batch ([serve] max_batch_items)"
             ),
         )
         .with_status(StatusCode::PAYLOAD_TOO_LARGE));
     }
-    let mut refused: Vec<serde_json::Value> = errors.iter().map(error_line).collect();
-    let mut jobs = Vec::with_capacity(items.len());
-    for item in items {
-        let line = item.line;
-        let id = item.id.clone();
-        match item_job(&state, item, options.fresh) {
-            Ok(job) => jobs.push(job),
-            Err(error) => refused.push(serde_json::json!({
-                "line": line,
-                "id": id,
-                "field": error.field,
-                "error": error.message,
-            })),
-        }
-    }
-    let bad_lines = refused.len();
-    // Enough in flight to keep every served profile's queue busy; more
-    // would only wait in the queues.
-    let in_flight = state.total_concurrency().max(1);
-    let results = futures_util::stream::iter(jobs)
-        .map({
-            let state = state.clone();
-            move |job| {
-                let state = state.clone();
-                async move {
-                    let id = job.item_id.clone();
-                    (id, execute(&state, job, &item_field).await)
-                }
+    let (sender, receiver) = tokio::sync::mpsc::channel::<serde_json::Value>(16);
+    let bad_lines = survey.bad_lines.len();
+    // The batch is driven on a task of its own; its lines go out as they
+    // come. A client that goes away closes the channel: the driver is
+    // dropped, which cancels every run in flight (each run's task still
+    // cleans up).
+    state.tracker().spawn(async move {
+        for error in &survey.bad_lines {
+            if sender.send(error_line(error)).await.is_err() {
+                return;
             }
-        })
-        .buffer_unordered(in_flight);
-    // Dropping the stream (the client went away) drops every pending
-    // run, which cancels it; each run's task still cleans up.
-    let lines = futures_util::stream::iter(refused.into_iter().map(Some))
-        .chain(results.map(|(id, result)| {
-            Some(match result {
-                Ok(executed) => result_line(&executed.score, None),
-                Err(error) => {
-                    let error = error.into_api_error();
-                    serde_json::json!({"id": id, "status": "not_scored", "error": error.message})
+        }
+        let options = BatchOptions {
+            // Enough in flight to keep every served profile's queue busy;
+            // more would only wait in the queues.
+            jobs: Some(items.state.total_concurrency().max(1)),
+            fresh: options.fresh,
+            cancel: items.state.run_token(),
+        };
+        let mut events = std::pin::pin!(batch_run::run_batch(&items, &source, &survey, options));
+        while let Some(event) = events.next().await {
+            let line = match event {
+                BatchEvent::Item { event, .. } => item_line(event),
+                BatchEvent::BadLine(error) => Some(error_line(&error)),
+                BatchEvent::End(finished) => {
+                    let stopped = match finished.stopped_by() {
+                        Some(Stop::StoreFailed) => Some("the evidence store failed"),
+                        Some(Stop::EngineGone) => Some("the sandbox engine is not reachable"),
+                        None => None,
+                    };
+                    Some(summary_line(&finished.summary, bad_lines, stopped))
                 }
-            })
-        }))
-        // The end, where the summary goes.
-        .chain(futures_util::stream::once(async { None }));
-    let body = Body::from_stream(with_summary(lines, bad_lines));
+                BatchEvent::ProfileRefused(_) | BatchEvent::Started { .. } => None,
+            };
+            if let Some(line) = line
+                && sender.send(line).await.is_err()
+            {
+                return;
+            }
+        }
+    });
+    let lines = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        let line = receiver.recv().await?;
+        let mut text = line.to_string();
+        text.push('\n');
+        Some((Ok::<_, std::io::Error>(text), receiver))
+    });
+    let body = Body::from_stream(lines);
     Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response())
 }
 
-/// The batch's lines, with `None` (the end) replaced by the summary of
-/// what went before.
-fn with_summary(
-    lines: impl futures_util::Stream<Item = Option<serde_json::Value>> + Send + 'static,
-    bad_lines: usize,
-) -> impl futures_util::Stream<Item = Result<String, std::io::Error>> + Send + 'static {
-    lines.scan(
-        BatchSummary {
-            bad_lines,
-            ..BatchSummary::default()
-        },
-        |summary, line| {
-            let out = match line {
-                Some(line) => {
-                    summary.count(&line);
-                    line
-                }
-                None => serde_json::json!({"summary": summary.to_json()}),
-            };
-            let mut text = out.to_string();
-            text.push('\n');
-            futures_util::future::ready(Some(Ok(text)))
-        },
-    )
+/// A batch's items as the server scores them: checked against the served
+/// profiles, run through the profiles' queues (with their reruns and
+/// gathering) by [`execute`].
+struct ServedItems {
+    state: Arc<AppState>,
 }
 
-/// Counts of a batch's lines.
-#[derive(Debug, Default, Clone, Copy)]
-struct BatchSummary {
-    trues: usize,
-    falses: usize,
-    undetermined: usize,
-    not_scored: usize,
-    bad_lines: usize,
+impl ItemCheck for ServedItems {
+    fn check(&self, item: BatchItem) -> Result<BatchItem, ItemRefusal> {
+        check_item(&self.state, &item).map_err(|error| ItemRefusal {
+            field: error.field,
+            message: error.message,
+        })?;
+        Ok(item)
+    }
 }
 
-impl BatchSummary {
-    fn count(&mut self, line: &serde_json::Value) {
-        match (line["status"].as_str(), line["value"].as_bool()) {
-            (Some("complete"), Some(true)) => self.trues += 1,
-            (Some("complete"), Some(false)) => self.falses += 1,
-            (Some("undetermined"), _) => self.undetermined += 1,
-            (Some("not_scored"), _) => self.not_scored += 1,
-            _ => {}
-        }
+impl ItemScoring for ServedItems {
+    fn preflight<'a>(
+        &'a self,
+        _profile: &'a str,
+    ) -> BoxFuture<'a, Result<(), progscore_sandbox::SandboxError>> {
+        // Served profiles passed theirs when the server started; an item
+        // of another profile is a bad line.
+        Box::pin(async { Ok(()) })
     }
 
-    fn to_json(self) -> serde_json::Value {
-        serde_json::json!({
-            "items": self.trues + self.falses + self.undetermined + self.not_scored,
-            "true": self.trues,
-            "false": self.falses,
-            "undetermined": self.undetermined,
-            "not_scored": self.not_scored,
-            "bad_lines": self.bad_lines,
+    fn score(
+        &self,
+        item: BatchItem,
+        fresh: bool,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Result<Score, ItemFailure>> {
+        Box::pin(async move {
+            let job = item_job(&self.state, item, fresh)
+                .map_err(|error| ItemFailure::NotRun(error.message))?;
+            // Dropping the run (the batch stopped) cancels it.
+            let outcome = tokio::select! {
+                outcome = execute(&self.state, job, &item_field) => outcome,
+                () = cancel.cancelled() => return Err(ScoringError::Cancelled.into()),
+            };
+            match outcome {
+                Ok(executed) => Ok(executed.score),
+                Err(JobError::Refused {
+                    message,
+                    engine_gone: true,
+                }) => Err(ItemFailure::Scoring(ScoringError::Refused(
+                    progscore_sandbox::SandboxError::EngineUnavailable { message },
+                ))),
+                Err(JobError::Internal {
+                    incident,
+                    store_fault: true,
+                }) => Err(ItemFailure::StoreFailed(incident)),
+                Err(error) => Err(ItemFailure::NotRun(error.into_api_error().message)),
+            }
         })
     }
+
+    fn default_jobs(&self) -> usize {
+        self.state.total_concurrency().max(1)
+    }
+}
+
+/// An item's line: its result, or `not_scored` with why.
+fn item_line(event: ItemEvent) -> Option<serde_json::Value> {
+    let not_scored = |id: String, error: String| serde_json::json!({"id": id, "status": "not_scored", "error": error});
+    Some(match event {
+        ItemEvent::Scored(score) => result_line(&score, None),
+        ItemEvent::NotRun { id, reason } => not_scored(id, reason),
+        ItemEvent::NotScored { id, error } => not_scored(id, error.to_string()),
+        ItemEvent::EngineGone { id, error } => not_scored(
+            id,
+            format!("the sandbox could not run the program: {error}"),
+        ),
+        ItemEvent::StoreFailed { id, fault } => {
+            not_scored(id, format!("progscore failed: {fault}"))
+        }
+        ItemEvent::AlreadySaid { id } | ItemEvent::Cancelled { id } => {
+            not_scored(id, "not run: the batch stopped".into())
+        }
+        ItemEvent::Failed { id, error } => not_scored(id, crate::error::logged_incident(&error)),
+    })
+}
+
+/// The last line: what the batch came to, and why it stopped early if it
+/// did.
+fn summary_line(summary: &Summary, bad_lines: usize, stopped: Option<&str>) -> serde_json::Value {
+    let not_scored = summary.not_scored + summary.cancelled + summary.errors;
+    let mut line = serde_json::json!({"summary": {
+        "items": summary.scored() + not_scored,
+        "true": summary.trues,
+        "false": summary.falses,
+        "undetermined": summary.undetermined,
+        "not_scored": not_scored,
+        "bad_lines": bad_lines,
+    }});
+    if let Some(stopped) = stopped {
+        line["summary"]["stopped"] = serde_json::Value::String(stopped.into());
+    }
+    line
 }
 
 /// `POST /v1/run`'s body.
@@ -429,10 +490,8 @@ async fn rescore(
             .map_err(|e| ApiError::internal(format!("the rescore's task failed: {e}")))?
             .map_err(|e| ApiError::internal(e.to_string()))?;
     let mut lines: Vec<serde_json::Value> = errors.iter().map(error_line).collect();
-    let mut summary = BatchSummary {
-        bad_lines: errors.len(),
-        ..BatchSummary::default()
-    };
+    let mut summary = Summary::default();
+    let mut bad_lines = errors.len();
     for (item, result) in items.iter().zip(results) {
         match result {
             Ok(rescore) => {
@@ -440,12 +499,14 @@ async fn rescore(
                     .previous
                     .as_ref()
                     .map(|p| verdict_word(p.record.status, p.record.value));
-                let line = result_line(&rescore.score, Some((rescore.changed, previous)));
-                summary.count(&line);
-                lines.push(line);
+                summary.add(&rescore.score);
+                lines.push(result_line(
+                    &rescore.score,
+                    Some((rescore.changed, previous)),
+                ));
             }
             Err(error) => {
-                summary.bad_lines += 1;
+                bad_lines += 1;
                 let refusal = scoring_refusal(error, "expectation");
                 lines.push(serde_json::json!({
                     "line": item.line,
@@ -456,14 +517,14 @@ async fn rescore(
             }
         }
     }
-    lines.push(serde_json::json!({"summary": summary.to_json()}));
+    lines.push(summary_line(&summary, bad_lines, None));
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], text).into_response())
 }
 
-/// The job of a parsed batch item, its expectation checked as `score`
-/// checks it.
-fn item_job(state: &AppState, item: BatchItem, fresh: bool) -> Result<ProgramJob, ApiError> {
+/// A parsed batch item checked as `score` checks it, and its profile
+/// served here: its one `program_behaves`.
+fn check_item<'a>(state: &AppState, item: &'a BatchItem) -> Result<&'a ProgramBehaves, ApiError> {
     state.scorer().validate(&item.expectation).map_err(|e| {
         ApiError::bad_field(format!("expectation.{}", e.field_path()), e.to_string())
     })?;
@@ -480,19 +541,29 @@ fn item_job(state: &AppState, item: BatchItem, fresh: bool) -> Result<ProgramJob
             &behaves.profile,
         ));
     }
+    Ok(behaves)
+}
+
+/// The job of a parsed batch item, its expectation checked as `score`
+/// checks it.
+fn item_job(state: &AppState, item: BatchItem, fresh: bool) -> Result<ProgramJob, ApiError> {
+    let behaves = check_item(state, &item)?;
     // The limits stay on the expectation too, where the scorer reads them.
     let limits = RequestLimits {
         run: behaves.limits.clone(),
         compile: behaves.compile_limits.clone(),
     };
+    let profile = behaves.profile.clone();
+    let invocations = behaves.cases.iter().map(|c| c.invocation.clone()).collect();
+    let files = behaves.files.clone();
     Ok(ProgramJob {
-        profile: behaves.profile.clone(),
-        invocations: behaves.cases.iter().map(|c| c.invocation.clone()).collect(),
+        profile,
+        invocations,
         program: item.program,
         fresh,
         item_id: Some(item.id),
         limits,
-        files: behaves.files.clone(),
+        files,
         expectation: Some(item.expectation),
         deadline: None,
     })

@@ -313,15 +313,15 @@ async fn execute_route(
             );
             response
         }
-        Err(JobError::Refused(message)) => retried(internal(format!(
+        Err(JobError::Refused { message, .. }) => retried(internal(format!(
             "the sandbox could not run the program: {message}"
         ))),
         Err(JobError::Cancelled) => retried(internal(
             "the server is shutting down; the program was not run to its end".into(),
         )),
-        Err(JobError::Internal(message)) => {
-            retried(internal(format!("progscore failed: {message}")))
-        }
+        Err(JobError::Internal {
+            incident: message, ..
+        }) => retried(internal(format!("progscore failed: {message}"))),
     }
 }
 

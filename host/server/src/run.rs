@@ -128,7 +128,13 @@ pub(crate) async fn run_alone_telling(
         Ok(Err(ScoringError::Refused(error))) => {
             state.metrics().sandbox_refusal(&profile_name);
             tracing::warn!(profile = %profile_name, %error, "the sandbox refused a run");
-            Err(JobError::Refused(for_clients(&error)))
+            Err(JobError::Refused {
+                message: for_clients(&error),
+                engine_gone: matches!(error, SandboxError::EngineUnavailable { .. }),
+            })
+        }
+        Ok(Err(ScoringError::Store(error))) if error.is_store_fault() => {
+            Err(JobError::store_failed(error))
         }
         Ok(Err(error)) => Err(JobError::internal(error.to_string())),
         Err(join) => Err(JobError::internal(format!("the run's task failed: {join}"))),

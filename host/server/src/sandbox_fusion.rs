@@ -205,13 +205,15 @@ async fn run_code(
         Err(JobError::Busy { profile, refusal }) => {
             retried(RunCodeResponse::sandbox_error(refusal.message(&profile)))
         }
-        Err(JobError::Refused(message)) => retried(RunCodeResponse::sandbox_error(format!(
+        Err(JobError::Refused { message, .. }) => retried(RunCodeResponse::sandbox_error(format!(
             "the sandbox could not run the program: {message}"
         ))),
         Err(JobError::Cancelled) => retried(RunCodeResponse::sandbox_error(
             "the server is shutting down; the program was not run to its end".into(),
         )),
-        Err(JobError::Internal(message)) => retried(RunCodeResponse::sandbox_error(format!(
+        Err(JobError::Internal {
+            incident: message, ..
+        }) => retried(RunCodeResponse::sandbox_error(format!(
             "progscore failed: {message}"
         ))),
     }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-pub(super) use progscore_runtime::results::{Summary, result_line, verdict_word};
+pub(super) use progscore_runtime::results::{Counts, Summary, result_line, verdict_word};
 
 /// Where result lines go.
 pub(super) struct Output {
@@ -63,9 +63,9 @@ impl Progress {
         Progress { bar, total }
     }
 
-    pub(super) fn done(&mut self, summary: &Summary) {
+    pub(super) fn done(&mut self, summary: &Counts) {
         if let Some(bar) = &self.bar {
-            bar.set_position(summary.done() as u64);
+            bar.set_position(summary.done as u64);
             bar.set_message(format!(
                 "true {} false {} undetermined {}",
                 summary.trues, summary.falses, summary.undetermined
@@ -73,9 +73,9 @@ impl Progress {
         }
     }
 
-    pub(super) fn tick(&mut self, summary: &Summary, started: Instant) {
+    pub(super) fn tick(&mut self, summary: &Counts, started: Instant) {
         if self.bar.is_none() {
-            let done = summary.done();
+            let done = summary.done;
             let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
             eprintln!(
                 "progress: {done}/{} done (true {}, false {}, undetermined {}), {rate:.1}/s",

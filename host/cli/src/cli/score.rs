@@ -6,8 +6,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use futures_util::StreamExt;
-use progscore_runtime::batch::{Batch, BatchItem};
-use progscore_runtime::batch_run::{self, ItemEvent, PreparedBatch, Tally};
+use progscore_runtime::batch::{BatchItem, BatchSource};
+use progscore_runtime::batch_run::{
+    self, BatchEvent, BatchOptions, ItemCheck, ItemEvent, ReplayItems, StoreFault, Survey,
+};
 use progscore_runtime::config::Config;
 use progscore_runtime::policy::{BatchEnd, exit, exit_status};
 use progscore_runtime::session::Session;
@@ -69,110 +71,110 @@ pub struct RescoreArgs {
     fail_on: Vec<FailOn>,
 }
 
-/// Reads the batch and checks every line's expectation; reports bad lines.
+/// Reads the batch once, checking every line; reports the bad lines.
 /// `None` when `--strict` stops everything.
-fn prepare(session: &Session, batch: &Path, strict: bool) -> anyhow::Result<Option<PreparedBatch>> {
-    let prepared = batch_run::prepare(
-        Batch::read(batch)?,
-        &batch.display().to_string(),
-        &session.replayer,
-        session.scorer.as_ref(),
-    );
-    for error in &prepared.bad_lines {
+fn survey(
+    source: &BatchSource,
+    check: &dyn ItemCheck,
+    strict: bool,
+) -> anyhow::Result<Option<Survey>> {
+    let survey = batch_run::survey(source, check)?;
+    for error in &survey.bad_lines {
         eprintln!("progscore: {error}");
     }
-    if strict && !prepared.bad_lines.is_empty() {
-        eprintln!(
-            "progscore: --strict: nothing scored ({} bad line(s))",
-            prepared.bad_lines.len()
-        );
+    let bad_lines = survey.bad_lines.len();
+    if strict && bad_lines > 0 {
+        eprintln!("progscore: --strict: nothing scored ({bad_lines} bad line(s))");
         return Ok(None);
     }
-    Ok(Some(prepared))
+    Ok(Some(survey))
 }
 
 pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
     // Caught before anything is created, so no signal can leave a container.
     let signals = Terminations::install();
     let session = Session::open(config, super::wasi_workers())?;
-    let Some(prepared) = prepare(&session, &args.batch, args.strict)? else {
+    let scoring = session.items().context("a scoring session has a scorer")?;
+    // The batch is read once to check every line and find its profiles,
+    // then again as the items are scored: never held whole in memory.
+    let source = BatchSource::File(args.batch.clone());
+    let Some(survey) = survey(&source, &scoring, args.strict)? else {
         return Ok(exit::ERROR);
     };
-    let scorer = session
-        .scorer
-        .as_ref()
-        .context("a scoring session has a scorer")?;
+    let mut bad_lines = survey.bad_lines.len();
     let cancel = CancellationToken::new();
     let (interrupt, received) = signals.cancel_on_signal(cancel.clone());
-
-    // Every profile the batch uses is checked before anything runs; the
-    // items of a profile that cannot run are not scored and nothing of
-    // them is stored.
-    let checked = batch_run::preflight(scorer, prepared.items, &cancel).await;
-    for refused in &checked.refused {
-        eprintln!(
-            "progscore: profile `{}` cannot run here: {}\n  {} item(s) of it not scored; nothing was stored for them",
-            refused.profile, refused.error, refused.items
-        );
-    }
-
-    // Configured engines say how many programs they take (known once the
-    // preflight reached them): enough in flight to keep them all busy.
-    let engines_take = session
-        .backends
-        .as_ref()
-        .and_then(|backends| backends.docker_capacity())
-        .unwrap_or(0);
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| progscore_runtime::policy::default_jobs(engines_take));
+    let options = BatchOptions {
+        jobs: args.jobs,
+        fresh: args.fresh,
+        cancel: cancel.clone(),
+    };
+    let mut events = std::pin::pin!(batch_run::run_batch(&scoring, &source, &survey, options));
     let mut out = Output::open(args.out.as_ref())?;
-    let mut progress = Progress::new(checked.items.len() + checked.refused_items());
+    let mut progress = Progress::new(survey.items());
     let started = Instant::now();
-    let mut tally = Tally::new(checked.refused_items(), &cancel);
-    let mut results = std::pin::pin!(batch_run::score_all(
-        scorer,
-        checked.items,
-        jobs,
-        args.fresh,
-        &cancel
-    ));
     // The result lines, kept for --report.
     let mut written: Vec<serde_json::Value> = Vec::new();
     let mut ticker = tokio::time::interval(Duration::from_secs(2));
     ticker.tick().await;
-    loop {
+    let mut so_far = progscore_runtime::results::Counts::default();
+    let finished = loop {
         tokio::select! {
-            next = results.next() => {
-                let Some((id, result)) = next else { break };
-                match tally.record(id, result) {
-                    ItemEvent::Scored(score) => {
-                        let line = result_line(&score, None);
-                        out.line(&line)?;
-                        if args.report.is_some() {
-                            written.push(line);
+            next = events.next() => {
+                let Some(event) = next else { anyhow::bail!("the batch ended without its end") };
+                match event {
+                    // Every profile the batch uses is checked before
+                    // anything runs; the items of a profile that cannot
+                    // run are not scored and nothing of them is stored.
+                    BatchEvent::ProfileRefused(refused) => {
+                        eprintln!(
+                            "progscore: profile `{}` cannot run here: {}\n  {} item(s) of it not scored; nothing was stored for them",
+                            refused.profile, refused.error, refused.items
+                        );
+                    }
+                    BatchEvent::Started { .. } => {}
+                    BatchEvent::BadLine(error) => {
+                        eprintln!("progscore: {error}");
+                        bad_lines += 1;
+                    }
+                    BatchEvent::Item { event, counts } => {
+                        match event {
+                            ItemEvent::Scored(score) => {
+                                let line = result_line(&score, None);
+                                out.line(&line)?;
+                                if args.report.is_some() {
+                                    written.push(line);
+                                }
+                            }
+                            ItemEvent::Cancelled { .. } | ItemEvent::AlreadySaid { .. } => {}
+                            ItemEvent::StoreFailed { fault: StoreFault::Store(err), .. } => {
+                                eprintln!("progscore: {}", store_fault_message(&session, &err));
+                            }
+                            ItemEvent::StoreFailed { fault, .. } => eprintln!("progscore: {fault}"),
+                            ItemEvent::EngineGone { error, .. } => eprintln!("progscore: {error}"),
+                            ItemEvent::NotScored { id, error } => {
+                                eprintln!("progscore: item {id}: not scored: {error}");
+                            }
+                            ItemEvent::NotRun { id, reason } => {
+                                eprintln!("progscore: item {id}: not scored: {reason}");
+                            }
+                            ItemEvent::Failed { id, error } => {
+                                eprintln!("progscore: item {id}: {error}");
+                            }
                         }
+                        so_far = counts;
+                        progress.done(&so_far);
                     }
-                    ItemEvent::Cancelled | ItemEvent::AlreadySaid => {}
-                    ItemEvent::StoreFailed(err) => {
-                        eprintln!("progscore: {}", store_fault_message(&session, &err));
-                    }
-                    ItemEvent::EngineGone(err) => eprintln!("progscore: {err}"),
-                    ItemEvent::NotScored { id, error } => {
-                        eprintln!("progscore: item {id}: not scored: {error}");
-                    }
-                    ItemEvent::Failed { id, error } => eprintln!("progscore: item {id}: {error}"),
+                    BatchEvent::End(finished) => break finished,
                 }
-                progress.done(&tally.summary);
             }
-            _ = ticker.tick() => progress.tick(&tally.summary, started),
+            _ = ticker.tick() => progress.tick(&so_far, started),
         }
-    }
+    };
     interrupt.abort();
     progress.finish();
     out.flush()?;
-    let summary = &tally.summary;
-    let bad_lines = prepared.bad_lines.len();
+    let summary = &finished.summary;
     summary.print(started.elapsed(), bad_lines);
     if let Some(path) = &args.report {
         // Scored items are stored and their lines written: a report that
@@ -183,7 +185,7 @@ pub async fn score(config: &Config, args: ScoreArgs) -> anyhow::Result<u8> {
             Err(err) => eprintln!("progscore: no report: {err:#}"),
         }
     }
-    let end = tally.end(received.get().map(|signal| signal.exit_code));
+    let end = finished.end(received.get().map(|signal| signal.exit_code));
     let unscored = summary.cancelled + summary.not_scored;
     match end {
         BatchEnd::Interrupted { .. } => {
@@ -226,10 +228,12 @@ fn write_report(
 
 pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
     let session = Session::open_offline(config)?;
-    let Some(PreparedBatch { items, bad_lines }) = prepare(&session, &args.batch, args.strict)?
-    else {
+    let check = ReplayItems(&session.replayer);
+    let source = BatchSource::File(args.batch.clone());
+    let Some(survey) = survey(&source, &check, args.strict)? else {
         return Ok(exit::ERROR);
     };
+    let mut bad_lines = survey.bad_lines.len();
     let mut out = Output::open(args.out.as_ref())?;
     let started = Instant::now();
     let mut summary = Summary::default();
@@ -237,9 +241,18 @@ pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
     // Scores are written 1,000 to a transaction: several times faster than
     // one commit each (see the scoring benchmark), and an interrupted rescore
     // loses at most the chunk in progress, which the next rescore redoes.
-    let mut items = items.into_iter().peekable();
-    while items.peek().is_some() {
-        let chunk: Vec<BatchItem> = items.by_ref().take(RESCORE_CHUNK).collect();
+    let mut lines = survey.read_again(&source, &check).peekable();
+    while lines.peek().is_some() {
+        let mut chunk: Vec<BatchItem> = Vec::with_capacity(RESCORE_CHUNK);
+        for line in lines.by_ref().take(RESCORE_CHUNK) {
+            match line {
+                Ok(item) => chunk.push(item),
+                Err(error) => {
+                    eprintln!("progscore: {error}");
+                    bad_lines += 1;
+                }
+            }
+        }
         let requests = chunk
             .iter()
             .map(|item| RescoreRequest {
@@ -309,13 +322,13 @@ pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
             eprintln!("  {line}");
         }
     }
-    summary.print(started.elapsed(), bad_lines.len());
+    summary.print(started.elapsed(), bad_lines);
     let end = BatchEnd::of(&summary, None);
     Ok(exit_status(
         end,
         &summary,
         fail_on(&args.fail_on),
-        bad_lines.len(),
+        bad_lines,
     ))
 }
 

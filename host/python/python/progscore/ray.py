@@ -673,91 +673,91 @@ async def _score_batch(args: argparse.Namespace) -> int:
     # After joining the cluster: ray.init installs its own handlers.
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, interrupted, signum)
-    items_json, bad_lines = scorer._scorer.prepare_batch(os.fspath(args.batch))
-    for line in bad_lines:
+    # The runtime's batch driver runs it, as it runs `progscore score`:
+    # every profile checked before anything runs, the items streamed from
+    # the file, a failed store or a dead engine stopping it once.
+    batch = scorer._scorer.survey_batch(os.fspath(args.batch))
+    bad_lines = len(batch.bad_lines)
+    for line in batch.bad_lines:
         print(f"progscore: {line}", file=sys.stderr)
     if args.strict and bad_lines:
-        print(f"progscore: --strict: nothing scored ({len(bad_lines)} bad line(s))", file=sys.stderr)
+        print(f"progscore: --strict: nothing scored ({bad_lines} bad line(s))", file=sys.stderr)
         return _EXIT_ERROR
-    items: list[dict[str, Any]] = json.loads(items_json)
-    summary = _native.NativeSummary()
     out = open(args.out, "w") if args.out else sys.stdout
     started = time.monotonic()
-    stopped: Optional[str] = None
-    try:
-        async with scorer:
-            # Every profile is checked before anything runs; a profile no
-            # node can run is not scored, and nothing of it is stored.
-            refused: dict[str, str] = {}
-            for profile in sorted({str(item["profile"]) for item in items}):
-                try:
-                    await scorer.preflight(profile)
-                except SandboxRefusedError as error:
-                    refused[profile] = str(error)
-            for profile, why in refused.items():
-                count = sum(1 for item in items if item["profile"] == profile)
+
+    async def events() -> None:
+        nonlocal bad_lines
+        while True:
+            event: Optional[dict[str, Any]] = json.loads(await _run(batch.next))
+            if event is None:
+                return
+            kind = event["kind"]
+            if kind == "scored":
+                out.write(json.dumps(event["line"]) + "\n")
+                out.flush()
+            elif kind == "profile_refused":
                 print(
-                    f"progscore: profile `{profile}` cannot run here: {why}\n"
-                    f"  {count} item(s) of it not scored; nothing was stored for them",
+                    f"progscore: profile `{event['profile']}` cannot run here: {event['error']}\n"
+                    f"  {event['items']} item(s) of it not scored; nothing was stored for them",
                     file=sys.stderr,
                 )
-                for _ in range(count):
-                    summary.add_not_scored()
-            gate = asyncio.Semaphore(max(1, scorer.capacity))
+            elif kind == "not_scored":
+                print(f"progscore: item {event['id']}: not scored: {event['error']}", file=sys.stderr)
+            elif kind == "failed":
+                print(f"progscore: item {event['id']}: {event['error']}", file=sys.stderr)
+            elif kind in ("engine_gone", "store_failed"):
+                print(f"progscore: {event['error']}", file=sys.stderr)
+            elif kind == "bad_line":
+                bad_lines += 1
+                print(f"progscore: {event['error']}", file=sys.stderr)
 
-            async def one(item: dict[str, Any]) -> None:
-                nonlocal stopped
-                async with gate:
-                    if stopped is not None:
-                        summary.add_not_scored()
-                        return
-                    try:
-                        result = await scorer.score_item(
-                            summary,
-                            _bytes_from_json(item["program"]),
-                            json.dumps(item["expectation"]),
-                            str(item["id"]),
-                            args.fresh,
-                        )
-                    except SandboxRefusedError as error:
-                        summary.add_not_scored()
-                        print(f"progscore: item {item['id']}: not scored: {error}", file=sys.stderr)
-                        return
-                    except ProgscoreError as error:
-                        summary.add_error()
-                        print(f"progscore: item {item['id']}: {error}", file=sys.stderr)
-                        return
-                    out.write(json.dumps(result["line"]) + "\n")
-                    out.flush()
-
-            work = [asyncio.ensure_future(one(item)) for item in items if item["profile"] not in refused]
+    ran = False
+    try:
+        async with scorer:
+            batch.start(max(1, scorer.capacity), args.fresh)
+            ran = True
             try:
-                await asyncio.gather(*work)
+                await events()
             except asyncio.CancelledError:
-                for task in work:
-                    task.cancel()
-                # Each cancelled score ends after its run's cleanup on its node.
-                await asyncio.gather(*work, return_exceptions=True)
-                for task in work:
-                    if task.cancelled():
-                        summary.add_cancelled()
+                # Items not started end without running; each running one
+                # ends after its run's cleanup on its node: its events
+                # still come, to the batch's end.
+                batch.cancel()
+                await events()
     except asyncio.CancelledError:
-        pass
+        pass  # while joining or leaving the cluster
     finally:
         if out is not sys.stdout:
             out.close()
-    counts = summary.counts()
-    sys.stderr.write(summary.render(time.monotonic() - started, len(bad_lines)))
+    if not ran:
+        print(f"progscore: stopped before anything ran: {batch.items} item(s) not scored", file=sys.stderr)
+        return 128 + int(received[0]) if received else _EXIT_ERROR
+    counts = batch.counts()
+    sys.stderr.write(batch.render(time.monotonic() - started, bad_lines))
     signal_exit = 128 + int(received[0]) if received else None
-    if received:
-        not_scored = counts["cancelled"] + counts["not_scored"]
+    not_scored = counts["cancelled"] + counts["not_scored"]
+    end = batch.end(signal_exit)
+    if end == "interrupted":
         print(
             f"progscore: {received[0].name}: {not_scored} item(s) not scored; their containers were removed. "
             "Run the same command again to continue.",
             file=sys.stderr,
         )
+    elif end == "store_failed":
+        print(
+            f"progscore: stopped: the evidence store failed; {not_scored + counts['errors']} item(s) not scored. "
+            "The results written so far stand.",
+            file=sys.stderr,
+        )
+    elif end == "engine_gone":
+        print(
+            f"progscore: stopped: {not_scored} item(s) not scored (nothing was stored for them; finished results "
+            "are). Run the same command again to continue once the engine is back.",
+            file=sys.stderr,
+        )
     # The same exit status as `progscore score`, from the same policy.
-    return summary.exit_status(len(bad_lines), list(args.fail_on), signal_exit)
+    return batch.exit_status(bad_lines, list(args.fail_on), signal_exit)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

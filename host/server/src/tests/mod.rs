@@ -5,6 +5,7 @@
 //! in `tests/serve` against a running `progscore serve`.
 
 mod answers;
+mod batches;
 mod regrade;
 
 use std::sync::Arc;
@@ -159,4 +160,34 @@ impl Served {
     fn metrics(&self) -> String {
         self.state.metrics_text()
     }
+}
+
+/// `POST path` with NDJSON lines; the answer's lines (a line that is not
+/// JSON as a string).
+async fn post_lines(served: &Served, path: &str, lines: &[Value]) -> (StatusCode, Vec<Value>) {
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    post_ndjson(served, path, body).await
+}
+
+/// `POST path` with an NDJSON body as given; the answer's lines.
+async fn post_ndjson(served: &Served, path: &str, body: String) -> (StatusCode, Vec<Value>) {
+    let response = crate::router(served.state.clone())
+        .oneshot(
+            Request::post(path)
+                .header("content-type", "application/x-ndjson")
+                .header("host", "127.0.0.1:8080")
+                .body(Body::from(body))
+                .expect("a request"),
+        )
+        .await
+        .expect("the router answers");
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("the body");
+    let lines = String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| Value::String(l.to_string())))
+        .collect();
+    (status, lines)
 }

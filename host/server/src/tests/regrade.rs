@@ -4,14 +4,12 @@
 
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use progscore_sandbox::fake::{FakeRequest, exited_event};
 use progscore_sandbox::{InvocationEvent, SandboxError};
 use serde_json::{Value, json};
-use tower::ServiceExt as _;
 
-use super::Served;
+use super::{Served, post_lines};
 
 /// Every case prints `ok`.
 fn prints_ok(request: &FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> {
@@ -30,30 +28,6 @@ fn expectation() -> Value {
 
 fn line(id: &str, program: &str) -> Value {
     json!({"id": id, "program": program, "expectation": expectation()})
-}
-
-/// `POST path` with NDJSON lines; the answer's lines.
-async fn post_lines(served: &Served, path: &str, lines: &[Value]) -> (StatusCode, Vec<Value>) {
-    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let response = crate::router(served.state.clone())
-        .oneshot(
-            Request::post(path)
-                .header("content-type", "application/x-ndjson")
-                .header("host", "127.0.0.1:8080")
-                .body(Body::from(body))
-                .expect("a request"),
-        )
-        .await
-        .expect("the router answers");
-    let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .expect("the body");
-    let lines = String::from_utf8_lossy(&bytes)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| Value::String(l.to_string())))
-        .collect();
-    (status, lines)
 }
 
 /// How many scores the store holds for `item`.
