@@ -299,8 +299,8 @@ impl NativeScorer {
     /// Programs in flight when the caller does not say: the runtime's batch
     /// policy, as `progscore score` applies it.
     fn default_jobs(&self) -> usize {
-        let engines_take = self.backends.as_ref().and_then(|b| b.docker_capacity());
-        progscore_runtime::policy::default_jobs(engines_take.unwrap_or(0))
+        use progscore_runtime::batch_run::{ItemScoring as _, ScorerItems};
+        ScorerItems::new(&self.scorer, self.backends.clone()).default_jobs()
     }
 
     /// Reads a batch file once as `progscore score` does (each line checked

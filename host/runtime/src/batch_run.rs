@@ -307,9 +307,9 @@ pub trait ItemScoring: ItemCheck {
 pub struct ScorerItems<'a> {
     /// The scorer.
     pub scorer: &'a ProgramExecutionScorer,
-    /// What the configured engines take at once (0 when unknown), once
-    /// their preflight reached them.
-    pub engines_take: Box<dyn Fn() -> usize + Send + Sync + 'a>,
+    /// The configured backends, whose engines say how many programs they
+    /// take once their preflight reached them.
+    pub backends: Option<std::sync::Arc<crate::backends::Backends>>,
 }
 
 impl<'a> ScorerItems<'a> {
@@ -319,15 +319,7 @@ impl<'a> ScorerItems<'a> {
         scorer: &'a ProgramExecutionScorer,
         backends: Option<std::sync::Arc<crate::backends::Backends>>,
     ) -> ScorerItems<'a> {
-        ScorerItems {
-            scorer,
-            engines_take: Box::new(move || {
-                backends
-                    .as_ref()
-                    .and_then(|backends| backends.docker_capacity())
-                    .unwrap_or(0)
-            }),
-        }
+        ScorerItems { scorer, backends }
     }
 }
 
@@ -363,7 +355,7 @@ impl ItemScoring for ScorerItems<'_> {
     }
 
     fn default_jobs(&self) -> usize {
-        crate::policy::default_jobs((self.engines_take)())
+        crate::policy::default_jobs_for(self.backends.as_deref())
     }
 }
 

@@ -15,6 +15,16 @@ pub fn default_jobs(engines_take: usize) -> usize {
     )
 }
 
+/// [`default_jobs`] for what `backends` (the configured engines) take,
+/// once their preflight reached them; `None`: this machine's cores alone.
+pub fn default_jobs_for(backends: Option<&crate::backends::Backends>) -> usize {
+    default_jobs(
+        backends
+            .and_then(crate::backends::Backends::docker_capacity)
+            .unwrap_or(0),
+    )
+}
+
 /// The same policy for a machine of `cores` cores (a cluster node as its
 /// scheduler counts them).
 pub fn jobs_for_cores(cores: usize, engines_take: usize) -> usize {

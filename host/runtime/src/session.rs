@@ -112,6 +112,13 @@ impl Session {
         ))
     }
 
+    /// Programs in flight when the caller does not say: the batch policy
+    /// for this machine and the configured engines (known once their
+    /// preflight reached them).
+    pub fn default_jobs(&self) -> usize {
+        crate::policy::default_jobs_for(self.backends.as_deref())
+    }
+
     /// The scorer over this session's store and comparators, running
     /// programs on `client`.
     fn scorer_on(&self, config: &Config, client: Arc<dyn SandboxClient>) -> ProgramExecutionScorer {

@@ -49,14 +49,9 @@ impl AppState {
     /// The state over an opened session; one queue per served profile.
     pub(crate) fn new(config: Config, session: Session) -> Result<AppState, ServeError> {
         let settings = &config.serve;
-        let engines_take = session
-            .backends
-            .as_ref()
-            .and_then(|b| b.docker_capacity())
-            .unwrap_or(0);
         let concurrency = settings
             .concurrency
-            .unwrap_or_else(|| progscore_runtime::policy::default_jobs(engines_take));
+            .unwrap_or_else(|| session.default_jobs());
         let queues: BTreeMap<String, ProfileQueue> = served_profiles(&config)
             .into_iter()
             .map(|name| {
