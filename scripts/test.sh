@@ -32,6 +32,27 @@ phase() {
     fi
 }
 
+# A fresh clone (no `target` folder, no CARGO_TARGET_DIR) builds in a
+# target folder kept in the machine's cache, so that the dependencies an
+# earlier run compiled (wasmtime and cranelift at opt-level 3, SQLite, ...:
+# most of a cold build) are compiled once per machine, like the images. The
+# workspace's own crates are compiled afresh every run: their artifacts are
+# removed first (a clone elsewhere names them differently, so they would
+# only pile up), and incremental compilation is off (a whole build gains
+# nothing from it and writes gigabytes). One run at a time uses the folder.
+SHARED_TARGET=/var/cache/progscore/cargo-target
+if [[ -z "${CARGO_TARGET_DIR:-}" && ! -e target && ! -L target ]]; then
+    mkdir -p "$SHARED_TARGET"
+    exec {shared_target_lock}>"$SHARED_TARGET.lock"
+    if ! flock -n "$shared_target_lock"; then
+        echo "[test] another test run holds $SHARED_TARGET: waiting for it" >&2
+        flock "$shared_target_lock"
+    fi
+    ln -s "$SHARED_TARGET" target
+    export CARGO_INCREMENTAL=0
+    python3 scripts/prune-target.py "$SHARED_TARGET/debug" >&2
+fi
+
 phase --required "setup" bash scripts/setup.sh
 export PROGSCORE_CONFIG="$REPO_ROOT/progscore.toml"
 # The language tests need every language's image: built (mostly downloads
