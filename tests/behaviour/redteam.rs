@@ -308,4 +308,10 @@ pub const PAIRS: &[Pair] = &[
         "#define _GNU_SOURCE\n#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n  truncate(\"/proc/self/root/sandbox/main.c\", 0);\n  puts(\"done\");\n  return 0;\n}\n",
         "#define _GNU_SOURCE\n#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n  access(\"/proc/self/root/sandbox/main.c\", 0);\n  puts(\"done\");\n  return 0;\n}\n",
     ),
+    c(
+        "c-race-path-buffer",
+        SHADOW,
+        "#define _GNU_SOURCE\n#include <fcntl.h>\n#include <pthread.h>\n#include <stdio.h>\n#include <string.h>\n#include <unistd.h>\nstatic char buf[32] = \"/tmp/ok\";\nstatic volatile int stop;\nstatic void *flip(void *arg) {\n  (void)arg;\n  while (!stop) {\n    memcpy(buf, \"/etc/shadow\", 12);\n    __asm__ volatile(\"\" ::: \"memory\");\n    memcpy(buf, \"/tmp/ok\\0\\0\\0\\0\", 12);\n    __asm__ volatile(\"\" ::: \"memory\");\n  }\n  return 0;\n}\nint main(void) {\n  close(open(\"/tmp/ok\", O_WRONLY | O_CREAT, 0644));\n  pthread_t t;\n  pthread_create(&t, 0, flip, 0);\n  for (int i = 0; i < 5000; i++) {\n    int fd = open(buf, O_RDONLY);\n    if (fd >= 0) close(fd);\n  }\n  stop = 1;\n  pthread_join(t, 0);\n  puts(\"done\");\n  return 0;\n}\n",
+        "#define _GNU_SOURCE\n#include <fcntl.h>\n#include <pthread.h>\n#include <stdio.h>\n#include <string.h>\n#include <unistd.h>\nstatic char buf[32] = \"/tmp/ok\";\nstatic volatile int stop;\nstatic void *flip(void *arg) {\n  (void)arg;\n  while (!stop) {\n    memcpy(buf, \"/tmp/ok\\0\\0\\0\\0\", 12);\n    __asm__ volatile(\"\" ::: \"memory\");\n    memcpy(buf, \"/tmp/ok\\0\\0\\0\\0\", 12);\n    __asm__ volatile(\"\" ::: \"memory\");\n  }\n  return 0;\n}\nint main(void) {\n  close(open(\"/tmp/ok\", O_WRONLY | O_CREAT, 0644));\n  pthread_t t;\n  pthread_create(&t, 0, flip, 0);\n  for (int i = 0; i < 5000; i++) {\n    int fd = open(buf, O_RDONLY);\n    if (fd >= 0) close(fd);\n  }\n  stop = 1;\n  pthread_join(t, 0);\n  puts(\"done\");\n  return 0;\n}\n",
+    ),
 ];

@@ -668,11 +668,15 @@ impl Notifications<'_> {
                     Err(libc::ENOENT) => return Ok(Performed::Answered),
                     // Not installed (the program's descriptor limit): the
                     // call still waits, for this errno.
-                    Err(errno) => {
+                    Err(errno @ libc::EMFILE) => {
                         if !self.answer(request.id, Verdict::Errno(errno))? {
                             return Ok(Performed::Answered);
                         }
                         errno
+                    }
+                    // Refused for another reason: the kernel's to run.
+                    Err(_) => {
+                        return Ok(Performed::Kernel("the descriptor could not be handed over"));
                     }
                 }
             }

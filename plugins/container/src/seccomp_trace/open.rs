@@ -295,6 +295,12 @@ pub(crate) fn perform(
     if under("/proc") || under("/sys") {
         return Ok(Outcome::Kernel("a path under /proc or /sys"));
     }
+    if flags & O_PATH != 0 {
+        // ADDFD takes no O_PATH descriptor (fget refuses them).
+        return Ok(Outcome::Kernel(
+            "an O_PATH open, whose descriptor cannot be handed over",
+        ));
+    }
     if spelled.is_empty() {
         // ENOENT, as the kernel says of an empty path (no AT_EMPTY_PATH).
         return Ok(done(Err(libc::ENOENT), path, flags, sensitive_paths));
