@@ -258,7 +258,7 @@ impl TaskView for Caller {
         };
         let fd = match openat2(self.root.as_raw_fd(), path.as_bytes(), &how) {
             Ok(fd) => fd,
-            Err(errno) if matches!(errno, libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => {
+            Err(libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => {
                 return Ok(None);
             }
             Err(_) => return Err(()),
