@@ -59,6 +59,29 @@ const CONNECT: &str = r#""net.connect""#;
 const SIGNAL: &str = r#""proc.signal""#;
 const TMP_B_WRITE: &str = r#"{"fs.open": {"path": "/tmp/b", "access": "write"}}"#;
 
+/// The twins under an `fs.open` path filter that traced runc cannot decide
+/// (docs/behaviour.md, "runc"), and why: each does first a call whose path
+/// only the kernel reads (its event unverified), or an open the listener
+/// leaves to the kernel (then no event: `fs.open` leaves the trace's
+/// kinds). Every other such twin is `true` under OCI runc, its opens the
+/// listener's own.
+pub const RUNC_UNDECIDED_OPEN_TWINS: &[(&str, &str)] = &[
+    ("py-symlink-folder", "makes a symlink first"),
+    ("py-symlink-file", "makes a symlink first"),
+    ("py-relative-symlink", "makes a symlink first"),
+    ("c-symlinkat-then-openat", "makes a symlink first"),
+    ("c-hard-link-tmp", "makes a file with mknod first"),
+    (
+        "py-o-path-dev-fd",
+        "opens O_PATH (no descriptor to hand back)",
+    ),
+    (
+        "py-write-o-path-reopen",
+        "opens O_PATH (no descriptor to hand back)",
+    ),
+    ("c-non-utf8-name", "opens a path that is not UTF-8"),
+];
+
 /// The corpus. Every program prints `done` and exits 0, whatever its
 /// calls return.
 pub const PAIRS: &[Pair] = &[
