@@ -99,9 +99,16 @@ pub fn observed_behaviour(behaviour: Option<&Behaviour>) -> ObservedBehaviour {
                 .collect(),
             dropped: trace.dropped,
             incomplete: trace.incomplete.clone(),
+            // The comparator's contract has one trace-wide flag: any event
+            // whose arguments are unverified sets it.
             arguments_unverified: trace
                 .arguments_unverified
                 .clone()
+                .or_else(|| {
+                    trace.events.iter().any(|event| event.unverified).then(|| {
+                        "some events' arguments were read from the program's memory".into()
+                    })
+                })
                 .or_else(|| trace.paths_unresolved.clone()),
         }),
     }

@@ -202,6 +202,9 @@ pub fn describe_event(event: &BehaviourEvent) -> String {
     if event.unresolved {
         text.push_str(" (object unresolved)");
     }
+    if event.unverified {
+        text.push_str(" (arguments unverified)");
+    }
     if let Some(result) = &event.result {
         text.push_str(&format!(" ({result})"));
     }
@@ -343,6 +346,23 @@ fn absence_unproven(trace: &BehaviourTrace, pattern: &ActionPattern) -> Option<S
         && pattern.has_filters()
     {
         return Some(format!("the events' arguments are not verified ({why})"));
+    }
+    if pattern.has_filters() {
+        // An event whose arguments the program could have changed (read
+        // from its memory while the kernel had yet to read them) may hide
+        // a call that matches.
+        let unverified = trace
+            .events
+            .iter()
+            .filter(|event| event.action.kind() == pattern.kind && event.unverified)
+            .count();
+        if unverified > 0 {
+            return Some(format!(
+                "{unverified} {} event(s) have arguments read from the program's memory, \
+                 which it could change before the kernel read them (not verified)",
+                pattern.kind
+            ));
+        }
     }
     if pattern.path.is_some()
         && let Some(why) = &trace.paths_unresolved
@@ -673,6 +693,42 @@ mod tests {
             check(1, &kinds_only, Some(&unverified)),
             BehaviourFinding::Holds
         );
+        // Per event: an unverified write leaves a path pattern of its kind
+        // undecided (it may have named /sandbox); verified ones decide it,
+        // and an unverified event of another kind does not matter.
+        let mut unverified_write = write("/tmp/x");
+        unverified_write.unverified = true;
+        assert!(matches!(
+            check(1, &never, Some(&traced(vec![write("/tmp/y"), unverified_write.clone()]))),
+            BehaviourFinding::Undecided(clause) if clause.contains("not verified")
+        ));
+        assert_eq!(
+            check(1, &never, Some(&traced(vec![write("/tmp/y")]))),
+            BehaviourFinding::Holds
+        );
+        let mut unverified_exec = event(
+            0,
+            Action::ProcExec {
+                path: "/bin/true".into(),
+                argv: Vec::new(),
+            },
+            "ok",
+        );
+        unverified_exec.unverified = true;
+        let sandbox_writes = condition(
+            serde_json::json!({"never": [{"fs.open": {"path": "/sandbox/**", "access": "write"}}]}),
+        );
+        assert_eq!(
+            check(1, &sandbox_writes, Some(&traced(vec![unverified_exec]))),
+            BehaviourFinding::Holds
+        );
+        // An unverified event still proves what it names was tried.
+        let mut unverified_sandbox = write("/sandbox/x");
+        unverified_sandbox.unverified = true;
+        assert!(matches!(
+            check(1, &sandbox_writes, Some(&traced(vec![unverified_sandbox]))),
+            BehaviourFinding::Violated(_)
+        ));
         let narrow = Behaviour::Traced(BehaviourTrace::new(vec![ActionKind::FsOpen]));
         assert!(matches!(
             check(1, &never, Some(&narrow)),

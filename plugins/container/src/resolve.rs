@@ -40,6 +40,10 @@ pub(crate) struct ResolvedPath {
     /// spelled path made absolute, each symlink's): a filter naming any of
     /// them names this object.
     pub via: Vec<String>,
+    /// Whether the walk went through `/proc/<pid>` or `/dev/fd` (magic
+    /// links, or names whose object depends on who looks): a tracer that
+    /// repeats the call must not look them up in its own view.
+    pub through_proc: bool,
 }
 
 impl ResolvedPath {
@@ -54,6 +58,7 @@ impl ResolvedPath {
             spelled: spelled.to_string(),
             resolved: false,
             via: Vec::new(),
+            through_proc: false,
         }
     }
 }
@@ -77,6 +82,7 @@ pub(crate) fn resolve_path(
             spelled: String::new(),
             resolved: true,
             via: Vec::new(),
+            through_proc: false,
         };
     }
     let base = if spelled.starts_with('/') {
@@ -92,7 +98,15 @@ pub(crate) fn resolve_path(
         return ResolvedPath::unresolved(spelled);
     };
     let mut via = Vec::new();
-    match walk(task, &base, spelled, follow_last, &mut via) {
+    let mut through_proc = false;
+    match walk(
+        task,
+        &base,
+        spelled,
+        follow_last,
+        &mut via,
+        &mut through_proc,
+    ) {
         Some(path) => {
             via.retain(|name| *name != path);
             via.dedup();
@@ -101,6 +115,7 @@ pub(crate) fn resolve_path(
                 spelled: spelled.to_string(),
                 resolved: true,
                 via,
+                through_proc,
             }
         }
         None => ResolvedPath::unresolved(spelled),
@@ -116,6 +131,7 @@ pub(crate) fn resolve_fd(task: &dyn TaskView, fd: i64) -> ResolvedPath {
             spelled,
             resolved: true,
             via: Vec::new(),
+            through_proc: true,
         },
         None => ResolvedPath::unresolved(&spelled),
     }
@@ -135,6 +151,7 @@ fn walk(
     spelled: &str,
     follow_last: bool,
     via: &mut Vec<String>,
+    through_proc: &mut bool,
 ) -> Option<String> {
     // The names still to walk, last first (so that a symlink's target is
     // pushed in front of what follows it).
@@ -171,7 +188,9 @@ fn walk(
         if !follow_last && last {
             break;
         }
-        match magic(task, &at) {
+        let magic = magic(task, &at);
+        *through_proc |= !matches!(magic, Magic::None);
+        match magic {
             Magic::None => {}
             Magic::Unknown => return None,
             Magic::Replace(path) => {

@@ -304,6 +304,14 @@ pub struct BehaviourEvent {
     /// missing), and no filter on it is matched or proven absent.
     #[serde(default, skip_serializing_if = "is_false")]
     pub unresolved: bool,
+    /// Set when the event's arguments (path, address) were read from the
+    /// program's memory while it ran, so that another of its threads could
+    /// have changed them before the kernel read them (runc's listener,
+    /// for a call it let the kernel run). Such an event still proves what
+    /// it names was tried; an absence filtered on its kind's arguments is
+    /// not proven.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unverified: bool,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -320,6 +328,7 @@ impl BehaviourEvent {
             spelled: None,
             via: Vec::new(),
             unresolved: false,
+            unverified: false,
         }
     }
 }
@@ -344,10 +353,12 @@ pub struct BehaviourTrace {
     /// trace proves no absence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<String>,
-    /// Set when the events' arguments (paths, addresses) were read from the
-    /// program's own memory while it ran, so that the program could have
-    /// changed them (a seccomp listener): says so. Kinds and counts stay
-    /// exact; an absence that depends on an argument is not proven.
+    /// Set when every event's arguments (paths, addresses) may have been
+    /// read from the program's own memory while it ran, so that the
+    /// program could have changed them: says so. Kinds and counts stay
+    /// exact; an absence that depends on an argument is not proven. (runc
+    /// traces before verified opens carried it; they now mark each such
+    /// event `unverified` instead.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments_unverified: Option<String>,
     /// Set when the trace cannot tell which objects the program's paths

@@ -5,7 +5,7 @@
 //! folder a descriptor names, a thread is not a spawn.
 
 use progscore_sandbox::behaviour::{
-    Action, FileAccess, MAX_EVENT_ARGV, MAX_EVENT_TEXT, PathPattern, bounded_text,
+    Action, ActionKind, FileAccess, MAX_EVENT_ARGV, MAX_EVENT_TEXT, PathPattern, bounded_text,
 };
 
 use crate::gvisor_trace::reader::{
@@ -108,6 +108,7 @@ fn path_at(target: &dyn Target, dirfd: i64, address: u64, follow_last: bool) -> 
             spelled: String::new(),
             resolved: false,
             via: Vec::new(),
+            through_proc: false,
         },
     }
 }
@@ -327,6 +328,40 @@ pub(crate) fn action(
         _ => return None,
     };
     Some(Traced::plain(action))
+}
+
+/// Whether call `nr`'s event (or its being one) rests on what the listener
+/// read from the program's memory: paths, socket addresses, message
+/// headers, argv. The others' arguments are registers, which the program
+/// cannot change once the call is made.
+pub(crate) fn reads_memory(nr: i64) -> bool {
+    !matches!(
+        nr,
+        libc::SYS_socket
+            | libc::SYS_clone
+            | libc::SYS_fork
+            | libc::SYS_vfork
+            | libc::SYS_kill
+            | libc::SYS_tkill
+            | libc::SYS_tgkill
+            | libc::SYS_rt_sigqueueinfo
+            | libc::SYS_rt_tgsigqueueinfo
+            | libc::SYS_pidfd_send_signal
+            | libc::SYS_ptrace
+    )
+}
+
+/// The kind of call `nr` when whether it is an event at all was decided on
+/// the program's memory (an open is one when its path is sensitive; a
+/// `sendmsg` when its header names a destination).
+pub(crate) fn event_decided_by_memory(nr: i64) -> Option<ActionKind> {
+    match nr {
+        libc::SYS_open | libc::SYS_openat | libc::SYS_openat2 | libc::SYS_creat => {
+            Some(ActionKind::FsOpen)
+        }
+        libc::SYS_sendmsg | libc::SYS_sendmmsg => Some(ActionKind::NetConnect),
+        _ => None,
+    }
 }
 
 /// A write onto `path` done without an open.

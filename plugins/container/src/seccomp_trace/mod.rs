@@ -21,15 +21,22 @@
 //! connection from runc at all is a fault too: the filter the run needed
 //! was not applied.
 //!
-//! The arguments (paths, addresses) are read from the program's memory
-//! while it runs, so a second thread of the program could change them
-//! between the read and the kernel's: the trace says so
-//! (`arguments_unverified`). The kinds come from the call numbers and are
+//! Opens (`open`, `openat`, `openat2`, `creat`) are performed by the
+//! listener itself on the path it copied once, with the calling thread's
+//! credentials, and the descriptor handed back ([`open`]): their events
+//! name what was opened, whatever the program's threads write meanwhile,
+//! and carry the result. Every other call's arguments (paths, addresses)
+//! are read from the program's memory while it runs, so a second thread
+//! could change them between the read and the kernel's: such an event is
+//! marked `unverified`, and a call whose being an event at all was decided
+//! on such memory (an open left to the kernel, a `sendmsg`) takes its kind
+//! out of the trace's kinds. The kinds come from the call numbers and are
 //! exact. A call the listener lets run (continue) is run by the kernel
 //! after the answer, so its result is not seen: such events have no
 //! `result`; a refused call's is its errno.
 
 mod events;
+mod open;
 pub mod policy;
 
 use std::io;
@@ -55,10 +62,6 @@ const SOCKET_NAME: &str = "seccomp.sock";
 
 /// The longest socket path a `sockaddr_un` holds (108 bytes with the NUL).
 const MAX_SOCKET_PATH: usize = 107;
-
-/// What the trace says of its arguments.
-pub const ARGUMENTS_UNVERIFIED: &str =
-    "runc's trace reads arguments from the program's memory, which it can change";
 
 /// How long runc may take to send the state once connected.
 const STATE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -300,12 +303,21 @@ fn serve(
     };
     drop(stream);
     let mut trace = BehaviourTrace::new(ActionKind::ALL.to_vec());
-    trace.arguments_unverified = Some(ARGUMENTS_UNVERIFIED.to_string());
+    // Opens take the program's umask on this thread only; without a
+    // thread-private umask, every open is left to the kernel.
+    let performs_opens = match open::own_umask() {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(%error, "the seccomp listener leaves opens to the kernel");
+            false
+        }
+    };
     let fault = Notifications {
         notify: &notify,
         trace: &mut trace,
         sensitive,
         program_start: None,
+        performs_opens,
     }
     .serve(state, wake);
     if let Some(fault) = &fault {
@@ -434,6 +446,16 @@ struct Notifications<'a> {
     sensitive: &'a [PathPattern],
     /// When runc executed the program: calls before it are runc's.
     program_start: Option<Instant>,
+    /// Whether this thread can perform opens for the program.
+    performs_opens: bool,
+}
+
+/// What became of an open the listener tried to perform.
+enum Performed {
+    /// Answered (and recorded), or the call is gone.
+    Answered,
+    /// Left to the kernel, for this reason.
+    Kernel(&'static str),
 }
 
 impl Notifications<'_> {
@@ -493,6 +515,22 @@ impl Notifications<'_> {
         } else {
             policy::verdict(data.arch, nr, &data.args)
         };
+        if verdict == Some(Verdict::Continue)
+            && !undecodable
+            && self.performs_opens
+            && let Some(start) = self.program_start
+            && matches!(
+                nr,
+                libc::SYS_open | libc::SYS_openat | libc::SYS_openat2 | libc::SYS_creat
+            )
+        {
+            match self.perform_open(&request, nr, start)? {
+                Performed::Answered => return Ok(()),
+                Performed::Kernel(why) => {
+                    tracing::debug!(why, "an open left to the kernel");
+                }
+            }
+        }
         let action = match (verdict, self.program_start) {
             (Some(_), Some(_)) if !undecodable => {
                 let target = Process {
@@ -552,13 +590,16 @@ impl Notifications<'_> {
                          path resolution tells from its first",
                     );
                 }
+                // What the kernel runs after "continue" it reads again: the
+                // program may have changed it since the listener read it.
+                let ran_on_memory = answer == Verdict::Continue && events::reads_memory(nr);
                 if let Some(traced) = action {
                     let at_ms = start.elapsed().as_millis() as u64;
                     let result = match answer {
                         Verdict::Continue => None,
                         Verdict::Errno(errno) => Some(errno_name(i64::from(errno))),
                     };
-                    let event = match &traced.path {
+                    let mut event = match &traced.path {
                         Some(path) => path_event(at_ms, traced.action, result, path),
                         None => {
                             let mut event = BehaviourEvent::new(at_ms, traced.action, result);
@@ -566,11 +607,136 @@ impl Notifications<'_> {
                             event
                         }
                     };
+                    event.unverified = ran_on_memory;
                     self.trace.record(event);
+                } else if ran_on_memory && let Some(kind) = events::event_decided_by_memory(nr) {
+                    // Not an event by what the listener read (a read of a
+                    // path that is not sensitive, a send naming no one):
+                    // the kernel may have read another.
+                    self.trace.stop_covering(kind);
                 }
             }
         }
         Ok(())
+    }
+}
+
+impl Notifications<'_> {
+    /// Performs open call `nr` for the program and answers it, or says why
+    /// it is left to the kernel.
+    fn perform_open(
+        &mut self,
+        request: &libc::seccomp_notif,
+        nr: i64,
+        start: Instant,
+    ) -> Result<Performed, String> {
+        let pid = request.pid as i32;
+        let target = Process { pid };
+        let call = match open::decode(nr, &request.data.args, &|address, len| {
+            target.read(address, len)
+        }) {
+            Ok(call) => call,
+            Err(why) => return Ok(Performed::Kernel(why)),
+        };
+        let caller = match open::Caller::open(pid) {
+            Ok(caller) => caller,
+            Err(why) => return Ok(Performed::Kernel(why)),
+        };
+        // The thread id names the caller only while its call waits.
+        if !self.still_waiting(request.id) {
+            return Ok(Performed::Answered);
+        }
+        let (result, path, access, event) = match open::perform(&caller, &call, self.sensitive)? {
+            open::Outcome::Kernel(why) => return Ok(Performed::Kernel(why)),
+            open::Outcome::Done {
+                result,
+                path,
+                access,
+                event,
+            } => (result, path, access, event),
+        };
+        let errno = match result {
+            Ok(fd) => {
+                match open::hand_back(
+                    self.notify.as_raw_fd(),
+                    request.id,
+                    &fd,
+                    open::cloexec(&call),
+                ) {
+                    Ok(_) => 0,
+                    // Gone (killed, or interrupted: it is notified again).
+                    Err(libc::ENOENT) => return Ok(Performed::Answered),
+                    // Not installed (the program's descriptor limit): the
+                    // call still waits, for this errno.
+                    Err(errno @ libc::EMFILE) => {
+                        if !self.answer(request.id, Verdict::Errno(errno))? {
+                            return Ok(Performed::Answered);
+                        }
+                        errno
+                    }
+                    // Refused for another reason: the kernel's to run.
+                    Err(_) => {
+                        return Ok(Performed::Kernel("the descriptor could not be handed over"));
+                    }
+                }
+            }
+            Err(errno) => {
+                if !self.answer(request.id, Verdict::Errno(errno))? {
+                    return Ok(Performed::Answered);
+                }
+                errno
+            }
+        };
+        if event {
+            let at_ms = start.elapsed().as_millis() as u64;
+            let action = open::action(&path, access);
+            let result = Some(errno_name(i64::from(errno)));
+            self.trace.record(path_event(at_ms, action, result, &path));
+        }
+        Ok(Performed::Answered)
+    }
+
+    /// Whether call `id` still waits for its answer.
+    fn still_waiting(&self, id: u64) -> bool {
+        let mut id = id;
+        // SAFETY: ID_VALID reads a u64 we own.
+        unsafe {
+            libc::ioctl(
+                self.notify.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+                &mut id,
+            ) >= 0
+        }
+    }
+
+    /// Sends `verdict` for call `id`; `false` when the call is gone.
+    fn answer(&self, id: u64, verdict: Verdict) -> Result<bool, String> {
+        let mut response = libc::seccomp_notif_resp {
+            id,
+            val: 0,
+            error: 0,
+            flags: 0,
+        };
+        match verdict {
+            Verdict::Continue => response.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+            Verdict::Errno(errno) => response.error = -errno,
+        }
+        // SAFETY: SEND reads a seccomp_notif_resp we own.
+        let sent = unsafe {
+            libc::ioctl(
+                self.notify.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_SEND,
+                &mut response,
+            )
+        };
+        if sent < 0 {
+            let error = io::Error::last_os_error();
+            return match error.raw_os_error() {
+                Some(libc::ENOENT) => Ok(false),
+                _ => Err(format!("answering a notified call failed: {error}")),
+            };
+        }
+        Ok(true)
     }
 }
 

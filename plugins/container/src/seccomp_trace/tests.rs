@@ -5,6 +5,7 @@
 
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
@@ -65,6 +66,15 @@ fn filter() -> Vec<libc::sock_filter> {
 /// Runs `sh -c script` under the filter, handing its notify descriptor to
 /// `trace` as runc does; its exit status.
 fn run_filtered(trace: &SeccompTrace, script: &str) -> std::process::ExitStatus {
+    run_filtered_as(trace, script, None)
+}
+
+/// [`run_filtered`], as user and group `id` (no other groups) when given.
+fn run_filtered_as(
+    trace: &SeccompTrace,
+    script: &str,
+    id: Option<u32>,
+) -> std::process::ExitStatus {
     let filter = filter();
     // SAFETY: a zeroed sockaddr_un is valid; the path is copied in below.
     let mut address: libc::sockaddr_un = unsafe { std::mem::zeroed() };
@@ -90,6 +100,13 @@ fn run_filtered(trace: &SeccompTrace, script: &str) -> std::process::ExitStatus 
                 (&raw const address).cast(),
                 std::mem::size_of::<libc::sockaddr_un>() as u32,
             ) != 0
+            {
+                return fail();
+            }
+            if let Some(id) = id
+                && (libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(id) != 0
+                    || libc::setuid(id) != 0)
             {
                 return fail();
             }
@@ -160,9 +177,34 @@ async fn a_filtered_program_is_traced_and_answered_as_the_profile_would() {
     assert_eq!(fault, None);
     let trace = behaviour.trace().expect("traced").clone();
     assert_eq!(trace.incomplete, None, "{trace:?}");
-    assert_eq!(
-        trace.arguments_unverified.as_deref(),
-        Some(ARGUMENTS_UNVERIFIED)
+    // Opens are the listener's own: verified, with their results; the
+    // exec the kernel ran read its path from the shell's memory.
+    assert_eq!(trace.arguments_unverified, None);
+    let write = trace
+        .events
+        .iter()
+        .find(|event| {
+            event.action
+                == Action::FsOpen {
+                    path: out.display().to_string(),
+                    access: FileAccess::Write,
+                }
+        })
+        .expect("the write");
+    assert!(!write.unverified, "{write:?}");
+    assert_eq!(write.result.as_deref(), Some("ok"));
+    assert!(
+        trace
+            .events
+            .iter()
+            .filter(|event| matches!(event.action, Action::ProcExec { .. }))
+            .all(|event| event.unverified && event.result.is_none()),
+        "{:?}",
+        trace.events
+    );
+    assert!(
+        trace.traces(ActionKind::FsOpen),
+        "no open left to the kernel"
     );
     let actions: Vec<&Action> = trace.events.iter().map(|event| &event.action).collect();
     let out = out.display().to_string();
@@ -194,6 +236,7 @@ async fn a_filtered_program_is_traced_and_answered_as_the_profile_would() {
                     access: FileAccess::Read,
                 }
         })
+        .inspect(|event| assert!(!event.unverified && event.result.as_deref() == Some("ok")))
         .map(|event| event.spelled.as_deref())
         .collect();
     let through_link = format!("{}/e/shadow", dir.path().display());
@@ -258,4 +301,69 @@ async fn no_connection_or_a_connection_that_is_not_runcs_is_a_fault() {
     assert!(stream.as_raw_fd() >= 0);
     drop(trace);
     assert!(!deep.join(SOCKET_NAME).exists());
+}
+
+/// The listener opens as the program would: with its user, groups and
+/// umask, never with root's rights; the errno it meets is the program's.
+#[tokio::test]
+async fn opens_are_performed_with_the_programs_credentials() {
+    const NOBODY: u32 = 65534;
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let root_only = dir.path().join("root-only");
+    std::fs::create_dir(&root_only).unwrap();
+    std::fs::set_permissions(&root_only, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let trace = SeccompTrace::listen(&shared, sensitive()).unwrap();
+    let made = shared.join("made");
+    let denied = root_only.join("planted");
+    let script = format!(
+        "umask 027; echo hi > {made}; cat {made} > /dev/null; cat /etc/shadow > /dev/null 2>&1; \
+         (echo x > {denied}) 2>/dev/null; true",
+        made = made.display(),
+        denied = denied.display(),
+    );
+    let (trace, status) = tokio::task::spawn_blocking(move || {
+        let status = run_filtered_as(&trace, &script, Some(NOBODY));
+        (trace, status)
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "{status}");
+    let (behaviour, fault) = trace.finish(GRACE).await;
+    assert_eq!(fault, None);
+    let trace = behaviour.trace().expect("traced").clone();
+    // The file made is the program's, with its umask.
+    let metadata = std::fs::metadata(&made).unwrap();
+    assert_eq!((metadata.uid(), metadata.gid()), (NOBODY, NOBODY));
+    assert_eq!(metadata.permissions().mode() & 0o777, 0o640);
+    assert!(!denied.exists(), "root's rights were not lent");
+    let result_of = |path: &Path, access: FileAccess| {
+        trace
+            .events
+            .iter()
+            .find(|event| {
+                event.action
+                    == Action::FsOpen {
+                        path: path.display().to_string(),
+                        access,
+                    }
+            })
+            .map(|event| (event.result.clone(), event.unverified))
+    };
+    assert_eq!(
+        result_of(&made, FileAccess::Write),
+        Some((Some("ok".into()), false))
+    );
+    assert_eq!(
+        result_of(Path::new("/etc/shadow"), FileAccess::Read),
+        Some((Some("EACCES".into()), false))
+    );
+    assert_eq!(
+        result_of(&denied, FileAccess::Write),
+        Some((Some("EACCES".into()), false))
+    );
+    assert!(trace.traces(ActionKind::FsOpen));
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use progscore_oci::{OciClient, OciOptions};
-use progscore_sandbox::behaviour::{Action, FileAccess};
+use progscore_sandbox::behaviour::{Action, ActionKind, FileAccess};
 use progscore_sandbox::{
     Behaviour, BehaviourTrace, Invocation, Outcome, RuntimeProfile, TraceSpec,
 };
@@ -76,7 +76,9 @@ except OSError as e:
     let trace = trace_of(&traced);
     eprintln!("{}", serde_json::to_string_pretty(&trace).unwrap());
     assert_eq!(trace.incomplete, None);
-    assert!(trace.arguments_unverified.is_some());
+    // Opens are the listener's own (verified, with their results); the
+    // rest read their arguments from the program's memory.
+    assert_eq!(trace.arguments_unverified, None);
     let find = |wanted: &dyn Fn(&Action) -> bool| {
         trace
             .events
@@ -94,6 +96,7 @@ except OSError as e:
     });
     // Allowed calls run after the answer: their result is not seen.
     assert_eq!(connect.result, None);
+    assert!(connect.unverified);
     find(&|a| {
         *a == Action::NetSocket {
             family: "inet".into(),
@@ -117,18 +120,28 @@ except OSError as e:
         unreachable!()
     };
     assert_eq!(argv, &["sh", "-c", "true"]);
-    find(&|a| {
+    let write = find(&|a| {
         *a == Action::FsOpen {
             path: "/tmp/x".into(),
             access: FileAccess::Write,
         }
     });
-    find(&|a| {
+    assert_eq!(
+        (write.result.as_deref(), write.unverified),
+        (Some("ok"), false)
+    );
+    // The listener opened it as the program: refused as the program is.
+    let shadow = find(&|a| {
         *a == Action::FsOpen {
             path: "/etc/shadow".into(),
             access: FileAccess::Read,
         }
     });
+    assert_eq!(
+        (shadow.result.as_deref(), shadow.unverified),
+        (Some("EACCES"), false)
+    );
+    assert!(trace.traces(ActionKind::FsOpen), "{trace:?}");
     find(&|a| matches!(a, Action::ProcSignal { target, signal: 0 } if *target > 0));
     let ptrace = find(&|a| {
         *a == Action::ProcPtrace {
@@ -172,6 +185,8 @@ async fn benign_and_threaded_programs_give_clean_traces_and_never_hang() {
         assert_eq!(trace.incomplete, None, "{trace:?}");
         assert!(trace.events.is_empty(), "{program}: {trace:#?}");
         assert!(trace.counts.is_empty());
+        // Every open was the listener's: path filters on opens decide.
+        assert!(trace.traces(ActionKind::FsOpen), "{program}: {trace:?}");
     }
 
     // 20 threads opening files at once: every call answered, every write
