@@ -28,29 +28,10 @@
 //!   goes away cancels its run, whose cleanup still finishes (and a drain
 //!   waits for it).
 
-mod auth;
-mod body;
-mod body_limits;
-mod budget;
-mod connections;
-mod error;
-mod execute;
-mod exposure;
-mod gather;
-mod gatherings;
-mod hold;
-mod job;
-mod judge0;
-mod limits;
-mod metrics;
-mod native;
-mod observe;
-mod openapi;
-mod piston;
-mod queue;
+mod dialects;
+mod http;
+mod jobs;
 mod retention;
-mod run;
-mod sandbox_fusion;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -66,9 +47,12 @@ use progscore_runtime::config::Config;
 use progscore_runtime::session::Session;
 use tokio::net::TcpListener;
 
-pub use error::{ApiError, ServeError};
-pub use metrics::Metrics;
+pub use http::error::{ApiError, ServeError};
+pub use http::metrics::Metrics;
 pub use state::AppState;
+
+use dialects::{judge0, native, piston, sandbox_fusion};
+use http::{auth, body_limits, connections, exposure, observe, openapi};
 
 /// A server built from a config: its session opened and every served
 /// profile's preflight passed.

@@ -13,11 +13,11 @@ use progscore_scoring::ProgramExecutionScorer;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::budget::MemoryBudget;
-use crate::error::ServeError;
-use crate::gatherings::Gatherings;
-use crate::metrics::Metrics;
-use crate::queue::ProfileQueue;
+use crate::http::error::ServeError;
+use crate::http::metrics::Metrics;
+use crate::jobs::budget::MemoryBudget;
+use crate::jobs::gatherings::Gatherings;
+use crate::jobs::queue::ProfileQueue;
 
 /// The server's shared state.
 pub struct AppState {

@@ -10,9 +10,9 @@ use progscore_sandbox::{ByteString, Invocation, ProgramFiles, RuntimeProfile};
 use progscore_scoring::evidence::Observation;
 use progscore_scoring::{Score, ScoringExpectation};
 
-use crate::error::ApiError;
-use crate::limits::{LimitPart, RequestLimits, check_limits};
-use crate::queue::QueueRefusal;
+use crate::http::error::ApiError;
+use crate::jobs::limits::{LimitPart, RequestLimits, check_limits};
+use crate::jobs::queue::QueueRefusal;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -124,7 +124,7 @@ pub struct Executed {
     pub score: Score,
     /// The observation the score rests on: this request's own (a request
     /// gathered with others gets its own part of their run, see
-    /// [`crate::gather`]).
+    /// [`crate::jobs::gather`]).
     pub observation: Observation,
 }
 
@@ -183,7 +183,7 @@ impl JobError {
     /// client is told the fault happened and that id.
     pub fn internal(detail: impl std::fmt::Display) -> JobError {
         JobError::Internal {
-            incident: crate::error::logged_incident(&detail),
+            incident: crate::http::error::logged_incident(&detail),
             store_fault: false,
         }
     }
@@ -191,7 +191,7 @@ impl JobError {
     /// A fault of the evidence store itself, logged as [`JobError::internal`].
     pub fn store_failed(detail: impl std::fmt::Display) -> JobError {
         JobError::Internal {
-            incident: crate::error::logged_incident(&detail),
+            incident: crate::http::error::logged_incident(&detail),
             store_fault: true,
         }
     }

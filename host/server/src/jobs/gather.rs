@@ -35,10 +35,10 @@ use progscore_scoring::{
 };
 use tokio::sync::watch;
 
-use crate::gatherings::{GatherKey, GatheredSoFar, Gathering};
-use crate::job::{Executed, JobError, Part, ProgramJob};
-use crate::queue::QueueRefusal;
-use crate::run::{admit, expectation_of, run_alone, run_alone_telling};
+use crate::jobs::gatherings::{GatherKey, GatheredSoFar, Gathering};
+use crate::jobs::job::{Executed, JobError, Part, ProgramJob};
+use crate::jobs::queue::QueueRefusal;
+use crate::jobs::run::{admit, expectation_of, run_alone, run_alone_telling};
 use crate::state::AppState;
 
 /// Where a request goes.

@@ -43,9 +43,9 @@ use progscore_sandbox::{ByteString, InvocationEvent, Outcome, ProgramFiles};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::body::JsonBody;
-use crate::error::ApiError;
-use crate::execute::{
+use crate::http::body::JsonBody;
+use crate::http::error::ApiError;
+use crate::jobs::execute::{
     Executed, JobError, LimitKey, LimitPart, LimitStage, Part, ProgramJob, RequestLimits, execute,
     name_evidence, size_value, time_value, unproven_reason,
 };

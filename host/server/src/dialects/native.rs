@@ -45,9 +45,9 @@ use progscore_scoring::{
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::body::{JsonBody, JsonBytes, JsonLinesBody};
-use crate::error::ApiError;
-use crate::execute::{JobError, Part, ProgramJob, RequestLimits, execute};
+use crate::http::body::{JsonBody, JsonBytes, JsonLinesBody};
+use crate::http::error::ApiError;
+use crate::jobs::execute::{JobError, Part, ProgramJob, RequestLimits, execute};
 use crate::state::AppState;
 
 /// What `/v1/batches` and `/v1/rescore` call the request body in messages.
@@ -283,7 +283,9 @@ fn item_line(event: ItemEvent) -> Option<serde_json::Value> {
         ItemEvent::AlreadySaid { id } | ItemEvent::Cancelled { id } => {
             not_scored(id, "not run: the batch stopped".into())
         }
-        ItemEvent::Failed { id, error } => not_scored(id, crate::error::logged_incident(&error)),
+        ItemEvent::Failed { id, error } => {
+            not_scored(id, crate::http::error::logged_incident(&error))
+        }
     })
 }
 

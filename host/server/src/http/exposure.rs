@@ -27,7 +27,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use progscore_runtime::serve::{ServeSettings, split_host};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// The hosts and origins a server admits.
 #[derive(Debug, Clone)]
@@ -229,8 +229,8 @@ pub(crate) fn cors_for(settings: &ServeSettings) -> Option<tower_http::cors::Cor
             ])
             .expose_headers([
                 HeaderName::from_static("x-request-id"),
-                HeaderName::from_static(crate::execute::OBSERVATION_HEADER),
-                HeaderName::from_static(crate::execute::EVIDENCE_HEADER),
+                HeaderName::from_static(crate::jobs::execute::OBSERVATION_HEADER),
+                HeaderName::from_static(crate::jobs::execute::EVIDENCE_HEADER),
                 header::RETRY_AFTER,
             ])
             .max_age(std::time::Duration::from_secs(600)),

@@ -27,8 +27,8 @@ use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
-use crate::error::ApiError;
-use crate::hold::hold_until_sent;
+use crate::http::error::ApiError;
+use crate::http::hold::hold_until_sent;
 
 /// The budget is counted in KiB: a semaphore's permits are `u32`.
 const UNIT: u64 = 1024;

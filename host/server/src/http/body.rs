@@ -10,8 +10,8 @@ use axum::extract::{FromRequest, Request};
 use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
 
-use crate::body_limits::BodyDeadline;
-use crate::error::ApiError;
+use crate::http::body_limits::BodyDeadline;
+use crate::http::error::ApiError;
 
 /// The media types a route's body may be sent as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

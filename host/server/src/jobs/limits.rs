@@ -14,7 +14,7 @@ use std::time::Duration;
 use progscore_runtime::serve::RequestLimitMaxima;
 use progscore_sandbox::{PartialLimitsSpec, ProfileError, RuntimeProfile};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// The longest time a dialect's value is turned into (about 31 years): a
 /// larger one is refused by the maxima all the same, and stays a number a

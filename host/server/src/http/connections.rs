@@ -19,7 +19,7 @@
 //! sees both the bytes that arrive ([`GuardedStream`]) and the requests
 //! being served ([`mark_request`]). A request being served (its body read,
 //! its program run, its answer streamed) is never cut by these; its body
-//! has its own deadline (`body_timeout`, [`crate::body_limits`]).
+//! has its own deadline (`body_timeout`, [`crate::http::body_limits`]).
 
 use std::future::Future;
 use std::io;
@@ -41,7 +41,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
-use crate::hold::hold_until_sent;
+use crate::http::hold::hold_until_sent;
 
 /// How long a connection past the cap is given to read its 503.
 const TURN_AWAY_TIME: Duration = Duration::from_secs(1);

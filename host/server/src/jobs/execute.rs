@@ -1,7 +1,7 @@
 //! The one path every dialect runs programs through: "run this program for
-//! these invocations under this profile". A job runs alone ([`crate::run`])
+//! these invocations under this profile". A job runs alone ([`crate::jobs::run`])
 //! or, when it is one case of a compiled program, as a case of a run
-//! gathered with others of the same program ([`crate::gather`]). And what
+//! gathered with others of the same program ([`crate::jobs::gather`]). And what
 //! every dialect's answer says of the evidence: the headers naming the
 //! observation, and why an unproven outcome proves nothing.
 
@@ -9,8 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 // What a dialect hands over and gets back, beside the call that runs it.
-pub use crate::job::{ClientDeadline, Executed, JobError, Part, ProgramJob, check_job};
-pub use crate::limits::{LimitKey, LimitPart, LimitStage, RequestLimits, size_value, time_value};
+pub use crate::jobs::job::{ClientDeadline, Executed, JobError, Part, ProgramJob, check_job};
+pub use crate::jobs::limits::{
+    LimitKey, LimitPart, LimitStage, RequestLimits, size_value, time_value,
+};
 use crate::state::AppState;
 
 /// The pauses before each run again of a request whose run proved nothing
@@ -23,7 +25,7 @@ const RERUN_PAUSES: [Duration; 2] = [Duration::from_millis(500), Duration::from_
 
 /// Runs `job` (see the module doc); `field` names its parts for errors.
 /// A single-case request for a compiled program may run as a case of a run
-/// gathered with others of the same program ([`crate::gather`]). A run that
+/// gathered with others of the same program ([`crate::jobs::gather`]). A run that
 /// proved nothing for the sandbox's reasons is run again, alone, up to
 /// twice ([`RERUN_PAUSES`]); what is still unproven after that is the
 /// answer, which each dialect gives in the form its clients retry.
@@ -32,10 +34,10 @@ pub async fn execute(
     job: ProgramJob,
     field: &(dyn Fn(Part) -> String + Sync),
 ) -> Result<Executed, JobError> {
-    let mut outcome = if crate::gather::gathers(state, &job) {
-        crate::gather::execute_gathered(state, job.clone(), field).await
+    let mut outcome = if crate::jobs::gather::gathers(state, &job) {
+        crate::jobs::gather::execute_gathered(state, job.clone(), field).await
     } else {
-        crate::run::run_alone(state, job.clone(), field).await
+        crate::jobs::run::run_alone(state, job.clone(), field).await
     };
     for pause in RERUN_PAUSES {
         if !proves_nothing(&outcome) || state.is_draining() {
@@ -50,7 +52,7 @@ pub async fn execute(
         }
         state.metrics().rerun(&job.profile);
         tokio::time::sleep(pause).await;
-        outcome = crate::run::run_alone(state, job.clone(), field).await;
+        outcome = crate::jobs::run::run_alone(state, job.clone(), field).await;
     }
     outcome
 }

@@ -53,10 +53,10 @@ use progscore_scoring::store_call;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::body::JsonBody;
-use crate::body_limits::BodyShare;
-use crate::error::ApiError;
-use crate::execute::{
+use crate::http::body::JsonBody;
+use crate::http::body_limits::BodyShare;
+use crate::http::error::ApiError;
+use crate::jobs::execute::{
     Executed, JobError, LimitKey, LimitPart, LimitStage, OBSERVATION_HEADER, Part, ProgramJob,
     RequestLimits, execute, size_value, time_value, unproven_reason,
 };

@@ -1,4 +1,4 @@
-//! The runs being gathered now (see [`crate::gather`]): for each profile,
+//! The runs being gathered now (see [`crate::jobs::gather`]): for each profile,
 //! program and limits, the cases so far and where the run's result will be. Held
 //! by the server's state; filled and emptied by the gathering requests.
 
@@ -12,10 +12,10 @@ use tokio::sync::watch;
 use progscore_scoring::EvidenceUse;
 use progscore_scoring::evidence::Observation;
 
-use crate::job::JobError;
+use crate::jobs::job::JobError;
 
 /// The requests gathering for one run: the profile, the program's hash and
-/// the requests' own limits ([`crate::limits::RequestLimits::gather_key`]).
+/// the requests' own limits ([`crate::jobs::limits::RequestLimits::gather_key`]).
 pub(crate) type GatherKey = (String, String, String);
 
 /// What a gathered run gives its requests when it ends: where its evidence

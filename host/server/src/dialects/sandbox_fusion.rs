@@ -49,9 +49,9 @@ use progscore_sandbox::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::body::JsonBody;
-use crate::error::ApiError;
-use crate::execute::{
+use crate::http::body::JsonBody;
+use crate::http::error::ApiError;
+use crate::jobs::execute::{
     ClientDeadline, Executed, JobError, LimitKey, LimitPart, LimitStage, Part, ProgramJob,
     RequestLimits, execute, name_evidence, size_value, time_value, unproven_reason,
 };

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 
 /// Routes anyone may ask: they tell only that the server is up and ready.

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use progscore_sandbox::{CaseSink, Invocation, RuntimeProfile, SandboxError};
 use progscore_scoring::{ProgramInput, ScoreRequest, ScoringError, ScoringExpectation, store_call};
 
-use crate::error::ApiError;
-use crate::job::{Executed, JobError, Part, ProgramJob, check_job};
-use crate::queue::{ProfileQueue, QueueRefusal};
+use crate::http::error::ApiError;
+use crate::jobs::job::{Executed, JobError, Part, ProgramJob, check_job};
+use crate::jobs::queue::{ProfileQueue, QueueRefusal};
 use crate::state::AppState;
 
 /// The checks every job passes before it runs, alone or gathered: the

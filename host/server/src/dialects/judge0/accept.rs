@@ -456,7 +456,7 @@ pub(super) fn check_input(
     job: &ProgramJob,
 ) -> Option<ApiError> {
     let (profile, _) = state.served(&request.profile)?;
-    crate::execute::check_job(state.settings(), profile, job, &field_name)
+    crate::jobs::execute::check_job(state.settings(), profile, job, &field_name)
         .err()
         .map(|error| {
             if error.status == StatusCode::BAD_REQUEST {
