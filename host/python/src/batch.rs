@@ -21,6 +21,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::counts::{counts_of, parse_fail_on};
 use crate::errors::{InvalidExpectationError, ProgscoreError};
 use crate::task::{NativeTask, NativeWaker, RUNTIME};
 
@@ -193,9 +194,7 @@ impl NativeBatch {
     /// `{true, false, undetermined, errors, not_scored, cancelled}`, once ended.
     fn counts(&self) -> PyResult<BTreeMap<&'static str, usize>> {
         let finished = self.finished()?;
-        Ok(crate::counts_of(
-            &finished.as_ref().expect("checked").summary,
-        ))
+        Ok(counts_of(&finished.as_ref().expect("checked").summary))
     }
 
     /// How the batch ended (`interrupted`, `store_failed`, `engine_gone`,
@@ -223,7 +222,7 @@ impl NativeBatch {
         fail_on: Vec<String>,
         signal_exit: Option<u8>,
     ) -> PyResult<u8> {
-        let fail = crate::parse_fail_on(&fail_on)?;
+        let fail = parse_fail_on(&fail_on)?;
         let finished = self.finished()?;
         let finished = finished.as_ref().expect("checked");
         Ok(exit_status(

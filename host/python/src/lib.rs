@@ -9,6 +9,7 @@
 //! progscore's threads never touch Python).
 
 mod batch;
+mod counts;
 mod errors;
 mod remote;
 mod task;
@@ -29,11 +30,11 @@ use progscore_scoring::{
     ObservationRef, OutputComparator, ProgramExecutionScorer, ProgramExecutionSource, ProgramInput,
     ReplayRequest, RescoreRequest, ScoreRequest, ScoringError, ScoringExpectation,
 };
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
 use crate::batch::NativeBatch;
+use crate::counts::{counts_of, parse_fail_on};
 use crate::errors::{
     EvidenceStoreError, InvalidExpectationError, ProgscoreError, ReplayRefusedError,
     SandboxRefusedError,
@@ -528,35 +529,6 @@ impl NativeSummary {
             bad_lines,
         )
     }
-}
-
-/// A summary's counts as Python reads them.
-pub(crate) fn counts_of(s: &progscore_runtime::results::Summary) -> BTreeMap<&'static str, usize> {
-    BTreeMap::from([
-        ("true", s.trues),
-        ("false", s.falses),
-        ("undetermined", s.undetermined),
-        ("errors", s.errors),
-        ("not_scored", s.not_scored),
-        ("cancelled", s.cancelled),
-    ])
-}
-
-/// `--fail-on`'s verdicts (`"false"`, `"undetermined"`) as the policy takes them.
-pub(crate) fn parse_fail_on(verdicts: &[String]) -> PyResult<progscore_runtime::policy::FailOn> {
-    let mut fail = progscore_runtime::policy::FailOn::default();
-    for verdict in verdicts {
-        match verdict.as_str() {
-            "false" => fail.falses = true,
-            "undetermined" => fail.undetermined = true,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "fail_on: `{other}` is not a verdict (false, undetermined)"
-                )));
-            }
-        }
-    }
-    Ok(fail)
 }
 
 #[pymodule]

@@ -2,7 +2,19 @@
 //! (base64, `additional_files` as a checked zip), its limits within
 //! `[serve]`'s maxima, and the job it becomes.
 
-use super::*;
+use axum::http::StatusCode;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use progscore_sandbox::{ByteString, MAX_FILES, MAX_FILES_BYTES, PartialLimitsSpec, ProgramFiles};
+use serde::{Deserialize, Serialize};
+
+use super::model::*;
+use crate::http::body_limits::BodyShare;
+use crate::http::error::ApiError;
+use crate::jobs::execute::{
+    LimitKey, LimitPart, LimitStage, Part, ProgramJob, RequestLimits, size_value, time_value,
+};
+use crate::state::AppState;
 
 /// A submission as clients send it. `cpu_time_limit`, `wall_time_limit`
 /// (seconds), `memory_limit` (KB) and `max_processes_and_or_threads` are

@@ -1,7 +1,16 @@
 //! Judge0's informational routes: `/languages`, `/statuses`, `/about`,
 //! `/config_info`.
 
-use super::*;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::model::*;
+use crate::state::AppState;
 
 /// `GET /languages`.
 pub(super) async fn languages(State(state): State<Arc<AppState>>) -> Json<Value> {

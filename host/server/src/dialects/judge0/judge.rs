@@ -1,7 +1,16 @@
 //! A submission run and judged: its job executed (kept In Queue while the
 //! queues are full), and the run mapped onto Judge0's statuses.
 
-use super::*;
+use std::sync::Arc;
+
+use progscore_sandbox::{CapturedStream, Outcome};
+use serde::{Deserialize, Serialize};
+
+use super::accept::*;
+use super::model::*;
+use crate::http::error::ApiError;
+use crate::jobs::execute::{Executed, JobError, ProgramJob, execute, unproven_reason};
+use crate::state::AppState;
 
 /// What is stored once a submission has run (text as base64).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -208,6 +217,8 @@ pub(super) fn normalize(text: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use progscore_sandbox::ByteString;
+
+    use std::collections::BTreeMap;
 
     use super::*;
 

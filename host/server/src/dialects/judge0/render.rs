@@ -1,7 +1,15 @@
 //! A stored submission rendered as Judge0 answers it: the fields asked
 //! for, base64 or text.
 
-use super::*;
+use axum::http::HeaderValue;
+use axum::response::Response;
+use serde_json::{Value, json};
+
+use super::accept::*;
+use super::judge::*;
+use super::model::*;
+use crate::http::error::ApiError;
+use crate::jobs::execute::OBSERVATION_HEADER;
 
 /// The Judge0 JSON of a stored submission, with the asked fields only.
 pub(super) fn render(

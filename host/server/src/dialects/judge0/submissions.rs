@@ -2,7 +2,26 @@
 //! evidence store's `submissions` table, run (at once with `wait`, else in
 //! the background), and read back; batches of them.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use progscore_scoring::store_call;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::accept::*;
+use super::judge::*;
+use super::model::*;
+use super::render::*;
+use crate::http::body::JsonBody;
+use crate::http::body_limits::BodyShare;
+use crate::http::error::ApiError;
+use crate::jobs::execute::ProgramJob;
+use crate::state::AppState;
 
 /// This server's owner name and lock file, recorded with each submission
 /// it runs.
