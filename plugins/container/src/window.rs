@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cgroup::{EndedTasks, InvocationCgroup, WaitSample, cpu_limit_reached};
 use crate::output::output_was_active;
 use crate::schedule::Load;
+use crate::tracer_hold::TracerHold;
 
 /// A started program, as its backend sees it.
 pub trait Program {
@@ -192,6 +193,9 @@ pub struct Window<'a> {
     /// How long the output may take to end once the program ended (the
     /// backend's own bound, never the program's time).
     pub output_bound: Duration,
+    /// The program's behaviour tracer, when one may hold its calls: the
+    /// time they waited for it is not the program's.
+    pub tracer: Option<&'a TracerHold>,
 }
 
 /// progscore's kill of a program at a limit.
@@ -275,6 +279,16 @@ impl Window<'_> {
         tokio::pin!(io);
         let mut io_end: Option<Result<(), String>> = None;
         let mut frozen = FrozenClock::new(started);
+        // What the tracer held before the program's start (the runtime's own
+        // calls) is not in its window.
+        let tracer_at_start = self.tracer.map(TracerHold::bound);
+        let tracer_wait = || {
+            self.tracer
+                .zip(tracer_at_start)
+                .map_or(Duration::ZERO, |(tracer, at_start)| {
+                    tracer.bound().saturating_sub(at_start)
+                })
+        };
 
         let end = match ended {
             Some(exit) => End::Exited(exit),
@@ -310,10 +324,11 @@ impl Window<'_> {
                                 deadline.as_mut().reset(now + FREEZE_POLL);
                                 continue;
                             }
-                            // Time the program waited for a CPU, and time it
-                            // was frozen, are given back.
+                            // Time the program waited for a CPU, time it was
+                            // frozen and time its calls waited for its
+                            // tracer are given back.
                             let elapsed = now.duration_since(started);
-                            let given = frozen.frozen.min(MAX_FROZEN);
+                            let given = frozen.frozen.min(MAX_FROZEN) + tracer_wait();
                             let more = match measured.cpu_wait() {
                                 Some(wait) => fair_extension(
                                     limits.timeout(),
@@ -374,6 +389,7 @@ impl Window<'_> {
                     frozen_unmeasured: frozen.unmeasured
                         || frozen.was_frozen
                         || frozen.frozen >= MAX_FROZEN,
+                    tracer_wait: tracer_wait(),
                 };
                 starved = cpu_window.cpu_wait;
                 match program.ended().await? {
