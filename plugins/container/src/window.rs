@@ -324,21 +324,36 @@ impl Window<'_> {
                                 deadline.as_mut().reset(now + FREEZE_POLL);
                                 continue;
                             }
+                            // The CPU it used proves its timeout whatever it
+                            // waited for (a spinner whose calls wait on its
+                            // tracer need not stretch its window).
+                            let used = CpuWindow {
+                                limit: limits.timeout(),
+                                cpu: measured.cpu(),
+                                ..CpuWindow::default()
+                            };
+                            if used.got_its_cpu(limits.cpus) {
+                                break End::Limit(TimeLimit::Wall);
+                            }
                             // Time the program waited for a CPU, time it was
                             // frozen and time its calls waited for its
-                            // tracer are given back.
+                            // tracer are given back: frozen time whatever
+                            // the stretch (within its own bound), the waits
+                            // within the stretch (a tracer that holds a
+                            // program for good must not hold the call).
                             let elapsed = now.duration_since(started);
-                            let given = frozen.frozen.min(MAX_FROZEN) + tracer_wait();
+                            let given = frozen.frozen.min(MAX_FROZEN);
+                            let tracer = tracer_wait();
                             let more = match measured.cpu_wait() {
                                 Some(wait) => fair_extension(
                                     limits.timeout(),
                                     elapsed.saturating_sub(given),
-                                    wait,
+                                    wait + tracer,
                                 ),
-                                None if !given.is_zero() => fair_extension(
+                                None if !given.is_zero() || !tracer.is_zero() => fair_extension(
                                     limits.timeout(),
                                     elapsed.saturating_sub(given),
-                                    Duration::ZERO,
+                                    tracer,
                                 ),
                                 None => None,
                             };
