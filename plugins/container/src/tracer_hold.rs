@@ -137,7 +137,7 @@ fn readable(fd: RawFd) -> Option<bool> {
     // SAFETY: one valid pollfd; a zero timeout never blocks. The holder
     // keeps the descriptor open while it is registered (see StreamClock).
     let ready = unsafe { libc::poll(&mut poll, 1, 0) };
-    (ready >= 0).then(|| poll.revents & libc::POLLIN != 0)
+    (ready >= 0).then_some(poll.revents & libc::POLLIN != 0)
 }
 
 /// The seccomp listener's side: called from its thread around each wait.
