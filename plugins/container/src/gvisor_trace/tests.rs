@@ -1187,5 +1187,8 @@ async fn the_time_points_wait_to_be_read_is_counted_as_the_tracers() {
     let held = hold.bound();
     let trace = finished_trace(trace).await;
     assert_eq!(trace.count(ActionKind::NetConnect), 2);
-    assert!(held < late * 2, "overlapping points counted twice: {held:?}");
+    assert!(
+        held < late * 2,
+        "overlapping points counted twice: {held:?}"
+    );
 }
