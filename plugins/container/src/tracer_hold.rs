@@ -71,9 +71,11 @@ impl TracerHold {
     }
 
     /// The hold of a seccomp listener serving from `dir` (slowed when a
-    /// test asked for it: see `test_hooks`).
+    /// test asked for it: see `test_hooks`). It counts from now until the
+    /// listener first waits for calls: one that comes before waits too.
     pub(crate) fn for_listener(dir: &std::path::Path) -> Arc<TracerHold> {
         let hold = TracerHold::default();
+        hold.lock().busy_since = Some(Instant::now());
         #[cfg(feature = "test-hooks")]
         {
             hold.lock().slow = test_hooks::delay_under(dir);
@@ -310,10 +312,11 @@ pub mod test_hooks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn a_listener_is_counted_from_its_wake_up_to_its_next_wait() {
-        let hold = TracerHold::new();
+        let hold = TracerHold::for_listener(Path::new("/nonexistent"));
         let mut clock = ListenerClock::new(hold.clone());
         assert!(clock.run_delay().is_some(), "schedstat is readable here");
         clock.waiting();
@@ -337,7 +340,7 @@ mod tests {
 
     #[test]
     fn a_thread_asleep_in_its_wait_is_not_counted() {
-        let hold = TracerHold::new();
+        let hold = TracerHold::for_listener(Path::new("/nonexistent"));
         let (ready, wait) = std::sync::mpsc::channel::<()>();
         let (go, woken) = std::sync::mpsc::channel::<()>();
         let listener = {
@@ -368,6 +371,100 @@ mod tests {
         );
         go.send(()).unwrap();
         listener.join().unwrap();
+    }
+
+    /// Pins the calling thread to CPU 0.
+    fn pin_to_cpu0() {
+        // SAFETY: a zeroed cpu_set_t is empty; CPU_SET and the call get
+        // pointers to it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
+                0
+            );
+        }
+    }
+
+    #[test]
+    fn a_starved_listeners_wake_up_delay_is_counted() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        // A CPU hog and the listener on one CPU, the listener at the
+        // lowest priority (SCHED_IDLE): each call, sent while the listener
+        // sleeps, waits for the hog to yield the CPU before the listener
+        // even wakes (its run-queue delay). Every call's wait, from its
+        // sending to its answer, must be in the bound.
+        let stop = Arc::new(AtomicBool::new(false));
+        let hog = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                pin_to_cpu0();
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        let hold = TracerHold::for_listener(Path::new("/nonexistent"));
+        let (calls, incoming) = std::sync::mpsc::channel::<()>();
+        let (answer, answers) = std::sync::mpsc::channel::<Instant>();
+        let listener = {
+            let hold = hold.clone();
+            std::thread::spawn(move || {
+                pin_to_cpu0();
+                let idle = libc::sched_param { sched_priority: 0 };
+                // SAFETY: lowers this thread's own policy.
+                assert_eq!(
+                    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &idle) },
+                    0
+                );
+                let mut clock = ListenerClock::new(hold);
+                loop {
+                    clock.waiting();
+                    let call = incoming.recv();
+                    clock.woke();
+                    if call.is_err() {
+                        break;
+                    }
+                    answer.send(Instant::now()).unwrap();
+                }
+            })
+        };
+        let before = hold.bound();
+        let mut waited = Duration::ZERO;
+        // Calls until they waited long enough in all to tell.
+        for _ in 0..10_000 {
+            if waited >= Duration::from_millis(50) {
+                break;
+            }
+            // Each call finds the listener asleep in its wait: what it
+            // waits for is the wake-up.
+            loop {
+                let tid = match hold.lock().pending {
+                    Pending::Thread(tid) => Some(tid),
+                    _ => None,
+                };
+                if tid.and_then(thread_runnable) == Some(false) {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+            let sent = Instant::now();
+            calls.send(()).unwrap();
+            waited += answers.recv().unwrap().saturating_duration_since(sent);
+        }
+        drop(calls);
+        listener.join().unwrap();
+        stop.store(true, Ordering::Relaxed);
+        hog.join().unwrap();
+        let counted = hold.bound().saturating_sub(before);
+        // The listener was starved (else the test shows nothing), and the
+        // calls' waits are covered (the clock reads around them aside).
+        assert!(waited >= Duration::from_millis(50), "{waited:?}");
+        assert!(
+            counted + Duration::from_millis(2) >= waited,
+            "counted {counted:?} of {waited:?}"
+        );
     }
 
     #[test]
