@@ -87,12 +87,25 @@ impl TracerHold {
 
     /// The time the program's calls may have waited for the tracer so far.
     pub fn bound(&self) -> Duration {
+        self.measure(true)
+    }
+
+    /// The time counted so far without a wait in progress that the tracer
+    /// has not taken yet (which [`TracerHold::bound`] over-counts from the
+    /// tracer's last wait): a floor to subtract, at a window's start, so
+    /// that what is counted after it is never less than it should be.
+    pub fn settled(&self) -> Duration {
+        self.measure(false)
+    }
+
+    fn measure(&self, with_pending: bool) -> Duration {
         let state = self.lock();
         let now = Instant::now();
         let mut bound = state.held;
         if let Some(since) = state.busy_since {
             bound += now.saturating_duration_since(since);
         } else if let Some(since) = state.idle_since
+            && with_pending
             && state.pending.now()
         {
             bound += now.saturating_duration_since(since);
@@ -168,9 +181,12 @@ impl ListenerClock {
     /// The listener is about to wait for calls: its work since the wake-up
     /// is counted.
     pub fn waiting(&mut self) {
+        // The delay read first, the time after the lock: every moment up
+        // to the wait is in one or the other (a wait for the lock is no
+        // run-queue delay).
         let delay = self.run_delay();
-        let now = Instant::now();
         let mut state = self.hold.lock();
+        let now = Instant::now();
         if let Some(since) = state.busy_since.take() {
             state.held += now.saturating_duration_since(since);
         }
@@ -182,8 +198,10 @@ impl ListenerClock {
     /// The listener's wait returned: the time a call waited for the
     /// wake-up (its run-queue delay) is counted, and it is busy from now.
     pub fn woke(&mut self) {
-        let delay = self.run_delay();
+        // The time first, the delay after: a preemption between the two
+        // is counted twice rather than not at all.
         let now = Instant::now();
+        let delay = self.run_delay();
         let mut state = self.hold.lock();
         let idle_since = state.idle_since.take();
         state.held += match (self.delay_at_wait, delay) {

@@ -280,8 +280,8 @@ impl Window<'_> {
         let mut io_end: Option<Result<(), String>> = None;
         let mut frozen = FrozenClock::new(started);
         // What the tracer held before the program's start (the runtime's own
-        // calls) is not in its window.
-        let tracer_at_start = self.tracer.map(TracerHold::bound);
+        // calls) is not in its window (its floor: more is never less).
+        let tracer_at_start = self.tracer.map(TracerHold::settled);
         let tracer_wait = || {
             self.tracer
                 .zip(tracer_at_start)
