@@ -11,7 +11,9 @@
 //! keep a schedule in which a timeout is confirmed with nothing else running
 //! ([`schedule`]); and both watch the program's window, where the timing
 //! rule is applied, through one [`window`] given what differs between them
-//! as a [`Program`]. Both run a program's cases alike ([`cases`]).
+//! as a [`Program`]. Both run a program's cases alike ([`cases`]). A traced
+//! program's waits for its tracer are bounded in [`tracer_hold`] and given
+//! back by the window.
 
 pub mod cases;
 pub mod cgroup;
@@ -23,6 +25,7 @@ pub mod path_error;
 pub(crate) mod resolve;
 pub mod schedule;
 pub mod seccomp_trace;
+pub mod tracer_hold;
 pub mod tracing_plan;
 pub mod window;
 pub mod workspace;
@@ -38,6 +41,7 @@ pub use gvisor_trace::GvisorTrace;
 pub use output::output_was_active;
 pub use path_error::PathError;
 pub use schedule::{Load, Running, Schedule, Slot};
+pub use tracer_hold::TracerHold;
 pub use tracing_plan::TracePlan;
 pub use window::{Killed, Measured, Program, Watched, Window, millis};
 pub use workspace::{

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cgroup::{EndedTasks, InvocationCgroup, WaitSample, cpu_limit_reached};
 use crate::output::output_was_active;
 use crate::schedule::Load;
+use crate::tracer_hold::TracerHold;
 
 /// A started program, as its backend sees it.
 pub trait Program {
@@ -192,6 +193,9 @@ pub struct Window<'a> {
     /// How long the output may take to end once the program ended (the
     /// backend's own bound, never the program's time).
     pub output_bound: Duration,
+    /// The program's behaviour tracer, when one may hold its calls: the
+    /// time they waited for it is not the program's.
+    pub tracer: Option<&'a TracerHold>,
 }
 
 /// progscore's kill of a program at a limit.
@@ -275,6 +279,16 @@ impl Window<'_> {
         tokio::pin!(io);
         let mut io_end: Option<Result<(), String>> = None;
         let mut frozen = FrozenClock::new(started);
+        // What the tracer held before the program's start (the runtime's own
+        // calls) is not in its window (its floor: more is never less).
+        let tracer_at_start = self.tracer.map(TracerHold::settled);
+        let tracer_wait = || {
+            self.tracer
+                .zip(tracer_at_start)
+                .map_or(Duration::ZERO, |(tracer, at_start)| {
+                    tracer.bound().saturating_sub(at_start)
+                })
+        };
 
         let end = match ended {
             Some(exit) => End::Exited(exit),
@@ -310,20 +324,36 @@ impl Window<'_> {
                                 deadline.as_mut().reset(now + FREEZE_POLL);
                                 continue;
                             }
-                            // Time the program waited for a CPU, and time it
-                            // was frozen, are given back.
+                            // The CPU it used proves its timeout whatever it
+                            // waited for (a spinner whose calls wait on its
+                            // tracer need not stretch its window).
+                            let used = CpuWindow {
+                                limit: limits.timeout(),
+                                cpu: measured.cpu(),
+                                ..CpuWindow::default()
+                            };
+                            if used.got_its_cpu(limits.cpus) {
+                                break End::Limit(TimeLimit::Wall);
+                            }
+                            // Time the program waited for a CPU, time it was
+                            // frozen and time its calls waited for its
+                            // tracer are given back: frozen time whatever
+                            // the stretch (within its own bound), the waits
+                            // within the stretch (a tracer that holds a
+                            // program for good must not hold the call).
                             let elapsed = now.duration_since(started);
                             let given = frozen.frozen.min(MAX_FROZEN);
+                            let tracer = tracer_wait();
                             let more = match measured.cpu_wait() {
                                 Some(wait) => fair_extension(
                                     limits.timeout(),
                                     elapsed.saturating_sub(given),
-                                    wait,
+                                    wait + tracer,
                                 ),
-                                None if !given.is_zero() => fair_extension(
+                                None if !given.is_zero() || !tracer.is_zero() => fair_extension(
                                     limits.timeout(),
                                     elapsed.saturating_sub(given),
-                                    Duration::ZERO,
+                                    tracer,
                                 ),
                                 None => None,
                             };
@@ -374,6 +404,7 @@ impl Window<'_> {
                     frozen_unmeasured: frozen.unmeasured
                         || frozen.was_frozen
                         || frozen.frozen >= MAX_FROZEN,
+                    tracer_wait: tracer_wait(),
                 };
                 starved = cpu_window.cpu_wait;
                 match program.ended().await? {

@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bollard::Docker;
@@ -26,6 +27,7 @@ use bollard::query_parameters::{
     KillContainerOptionsBuilder, StartContainerOptions,
 };
 use progscore_container::gvisor_trace::GvisorTrace;
+use progscore_container::tracer_hold::TracerHold;
 use progscore_container::{
     Cgroups, EndedTasks, InvocationCgroup, Load, Measured, MemoryKill, OomReading, OomWatch,
     Program, TracePlan, Window, host_oom_kills,
@@ -376,6 +378,14 @@ impl TraceSetup<'_> {
             *started = Some(listening);
         }
     }
+
+    /// The time the sandbox may wait for the trace's reader, once started.
+    fn hold(&self) -> Option<Arc<TracerHold>> {
+        match self.started.lock().ok()?.as_ref()? {
+            Ok(trace) => Some(trace.hold()),
+            Err(_) => None,
+        }
+    }
 }
 
 struct Lifecycle<'c, 'a> {
@@ -529,6 +539,7 @@ impl Lifecycle<'_, '_> {
 
         // The program's window: the timing rule, applied once for every
         // backend.
+        let tracer = self.trace.as_ref().and_then(TraceSetup::hold);
         let limits = self.context.limits();
         let window = Window {
             name: self.name,
@@ -538,6 +549,7 @@ impl Lifecycle<'_, '_> {
             alone,
             token,
             output_bound: self.context.options.engine_timeout,
+            tracer: tracer.as_deref(),
         };
         let last_output = std::sync::Mutex::new(None::<Instant>);
         let io = feed_and_drain(attached, stdin, stdout, stderr, &last_output, self.name);

@@ -23,10 +23,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_container::gvisor_trace::GvisorTrace;
 use progscore_container::seccomp_trace::SeccompTrace;
+use progscore_container::tracer_hold::TracerHold;
 use progscore_container::{
     Cgroups, EndedTasks, InvocationCgroup, Load, Measured, MemoryKill, Program, TracePlan, Window,
     millis,
@@ -175,6 +177,10 @@ pub(crate) async fn run(
                 cgroup: &cgroup,
                 bundle_dir: &bundle_dir,
                 trace_config: trace.as_ref().map(GvisorTrace::pod_init_config_path),
+                tracer: trace
+                    .as_ref()
+                    .map(GvisorTrace::hold)
+                    .or_else(|| seccomp_trace.as_ref().map(SeccompTrace::hold)),
             };
             let observed = lifecycle
                 .drive(stdin, &mut stdout, &mut stderr, alone)
@@ -384,6 +390,8 @@ struct Lifecycle<'c, 'a> {
     bundle_dir: &'c Path,
     /// runsc's pod init config naming the trace's socket, when traced.
     trace_config: Option<&'c Path>,
+    /// The time the program's calls may wait for its tracer, when traced.
+    tracer: Option<Arc<TracerHold>>,
 }
 
 /// The container once the runtime released the program, as the shared
@@ -547,6 +555,7 @@ impl Lifecycle<'_, '_> {
             alone,
             token,
             output_bound: bound,
+            tracer: self.tracer.as_deref(),
         };
         let cgroup = self.cgroup;
         // The runtime removes the container's own cgroup once the program

@@ -55,6 +55,18 @@
 //!    freeze only reported ([`CpuWindow::frozen_unmeasured`]) leaves it to
 //!    the CPU the program used, else it is confirmed alone or unconfirmed.
 //!
+//! 6. **The tracer's time is not the program's.** A traced program's calls
+//!    wait for a tracer outside its cgroup (runc's seccomp listener,
+//!    gVisor's trace reader), neither running nor waiting for a CPU: again
+//!    what a sleeper shows. An upper bound of that wait
+//!    ([`CpuWindow::tracer_wait`]) is taken out of the program's clock
+//!    like frozen time (the window gives it back, within [`MAX_STRETCH`]),
+//!    and a timeout is proven by fair time only if it had its limit after
+//!    that bound too; the CPU it used proves it as before (the tracer's
+//!    CPU is not in the program's cgroup). One that had its time only with
+//!    the tracer's share counted is confirmed alone, then unconfirmed,
+//!    with a reason naming the tracer.
+//!
 //! A CPU-time limit (`limits.cpu_time`) does not depend on load: exceeding it
 //! is always proven.
 
@@ -119,6 +131,10 @@ pub struct CpuWindow {
     /// gVisor sandbox paused through the engine stops no cgroup), or the
     /// window ended frozen: fair time then proves nothing.
     pub frozen_unmeasured: bool,
+    /// Upper bound of the time its calls waited for its behaviour tracer
+    /// (a seccomp listener's answer, room in gVisor's trace socket): not
+    /// the program's, taken out of its clock like frozen time.
+    pub tracer_wait: Duration,
 }
 
 /// The verdict on a wall-clock timeout.
@@ -181,13 +197,16 @@ impl CpuWindow {
                 TimeoutProof::Unconfirmed(format!("{what}, and {why}"))
             };
         };
+        let fair = self
+            .elapsed
+            .saturating_sub(wait)
+            .saturating_sub(self.frozen);
+        let fair_share = FAIR_SHARE * self.limit.as_secs_f64();
         let had_its_time = !self.frozen_unmeasured
-            && self
-                .elapsed
-                .saturating_sub(wait)
-                .saturating_sub(self.frozen)
-                .as_secs_f64()
-                >= FAIR_SHARE * self.limit.as_secs_f64();
+            && fair.saturating_sub(self.tracer_wait).as_secs_f64() >= fair_share;
+        // It would have had its time but for its waits on the tracer.
+        let held_by_tracer =
+            !self.frozen_unmeasured && !had_its_time && fair.as_secs_f64() >= fair_share;
         // Beside more programs than CPUs, a program that used little CPU
         // may have been held in ways no counter shows (a kernel lock whose
         // holder waits for the disk; under gVisor, sentry threads that
@@ -223,6 +242,17 @@ impl CpuWindow {
         } else {
             self.describe(promised)
         };
+        if held_by_tracer {
+            let why = format!(
+                "{why}: time its calls waited for its behaviour tracer is the tracer's, and its \
+                 timeout cannot be told apart from that wait"
+            );
+            return if alone {
+                TimeoutProof::Unconfirmed(format!("{what}, and even running alone it {why}"))
+            } else {
+                TimeoutProof::Confirm(format!("{what} while the machine was busy: it {why}"))
+            };
+        }
         if alone {
             TimeoutProof::Unconfirmed(format!(
                 "{what}, and even running alone it {why}; the machine is too busy to tell a slow \
@@ -265,6 +295,12 @@ impl CpuWindow {
                 self.frozen.as_millis()
             ));
         }
+        if !self.tracer_wait.is_zero() {
+            parts.push(format!(
+                "waited up to {} ms for its behaviour tracer",
+                self.tracer_wait.as_millis()
+            ));
+        }
         if parts.is_empty() {
             "nothing was measured".into()
         } else {
@@ -292,6 +328,7 @@ mod tests {
             oversubscribed: true,
             frozen: Duration::ZERO,
             frozen_unmeasured: false,
+            tracer_wait: Duration::ZERO,
         }
     }
 
@@ -456,6 +493,36 @@ mod tests {
         // ... but a spinner's CPU still does.
         paused.cpu = Some(ms(1900));
         assert_eq!(paused.judge(1.0, false), TimeoutProof::Proven);
+    }
+
+    #[test]
+    fn time_waiting_for_the_tracer_never_proves_a_timeout() {
+        // 20,000 opens under a 2 s limit, each answered late by a starved
+        // listener: 40 ms of CPU, no CPU wait, 1.9 s waiting on the tracer.
+        let mut held = window(2000, Some(40), Some(0));
+        held.limit = ms(2000);
+        held.oversubscribed = false;
+        held.tracer_wait = ms(1900);
+        let TimeoutProof::Confirm(why) = held.judge(1.0, false) else {
+            panic!("a timeout held by the tracer must be confirmed alone");
+        };
+        assert!(
+            why.contains("waited up to 1900 ms for its behaviour tracer")
+                && why.contains("cannot be told apart"),
+            "{why}"
+        );
+        let TimeoutProof::Unconfirmed(why) = held.judge(1.0, true) else {
+            panic!("held by the tracer even alone: unconfirmed, never proven");
+        };
+        assert!(why.contains("behaviour tracer"), "{why}");
+        // Given the tracer's time back and still not done: proven.
+        held.elapsed = ms(3950);
+        assert_eq!(held.judge(1.0, false), TimeoutProof::Proven);
+        // A spinner's CPU proves it whatever the tracer did.
+        let mut spinner = window(2000, Some(1950), Some(0));
+        spinner.limit = ms(2000);
+        spinner.tracer_wait = ms(1500);
+        assert_eq!(spinner.judge(1.0, false), TimeoutProof::Proven);
     }
 
     #[test]

@@ -34,6 +34,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_sandbox::behaviour::{Behaviour, PathPattern};
@@ -44,6 +45,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use config::pod_init_config;
 use reader::Reader;
+
+use crate::tracer_hold::{StreamClock, TracerHold};
 
 /// The socket's name in the caller's folder.
 const SOCKET_NAME: &str = "trace.sock";
@@ -81,6 +84,8 @@ pub struct GvisorTrace {
     /// Set when the reading must end, whatever it reached.
     stop: CancellationToken,
     task: Option<JoinHandle<Behaviour>>,
+    /// The time the sandbox may have waited for room in the stream.
+    hold: Arc<TracerHold>,
 }
 
 impl GvisorTrace {
@@ -166,6 +171,7 @@ impl GvisorTrace {
             finishing: CancellationToken::new(),
             stop: CancellationToken::new(),
             task: None,
+            hold: TracerHold::new(),
         };
         let config = pod_init_config(&endpoint).to_string();
         std::fs::write(&trace.config_path, config).map_err(|error| {
@@ -183,6 +189,7 @@ impl GvisorTrace {
             buffer_len,
             trace.finishing.clone(),
             trace.stop.clone(),
+            trace.hold.clone(),
         )));
         Ok(trace)
     }
@@ -190,6 +197,12 @@ impl GvisorTrace {
     /// The pod init config to give runsc (`--pod-init-config=PATH`).
     pub fn pod_init_config_path(&self) -> &Path {
         &self.config_path
+    }
+
+    /// The time the sandbox may have waited for this reader (runsc retries
+    /// a point the socket has no room for): for the program's window.
+    pub fn hold(&self) -> Arc<TracerHold> {
+        self.hold.clone()
     }
 
     /// The behaviour traced, once the sandbox has been destroyed: waits up
@@ -243,12 +256,15 @@ async fn read_trace(
     buffer_len: usize,
     finishing: CancellationToken,
     stop: CancellationToken,
+    hold: Arc<TracerHold>,
 ) -> Behaviour {
     let socket = match accept(listener, &finishing, &stop).await {
         Ok(Some(socket)) => socket,
         Ok(None) => return Behaviour::not_traced(NEVER_CONNECTED),
         Err(reason) => return Behaviour::not_traced(reason),
     };
+    // Declared after the socket, so dropped before it (an abort included).
+    let mut clock = StreamClock::connected(hold, socket.as_raw_fd());
     let mut buffer = vec![0; buffer_len];
     if let Err(reason) = handshake(&socket, &mut buffer, &stop).await {
         return Behaviour::not_traced(reason);
@@ -269,6 +285,7 @@ async fn read_trace(
                 let length = info.bytes_read();
                 let possibly_cut = info.truncated() || length >= buffer.len();
                 reader.message(&buffer[..length.min(buffer.len())], possibly_cut);
+                clock.read(reader.latest_time_ns(), !readable_now(&socket));
             }
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             Err(error) => {
@@ -328,6 +345,19 @@ fn connection_waiting(listener: &UnixSeqpacketListener) -> bool {
     };
     // SAFETY: one valid pollfd, and the listener's descriptor stays open
     // for the call; a zero timeout never blocks.
+    let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+    ready > 0 && poll.revents & libc::POLLIN != 0
+}
+
+/// Whether more messages wait on the stream now (asked of the kernel).
+fn readable_now(socket: &UnixSeqpacket) -> bool {
+    let mut poll = libc::pollfd {
+        fd: socket.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for an open descriptor; a zero timeout
+    // never blocks.
     let ready = unsafe { libc::poll(&mut poll, 1, 0) };
     ready > 0 && poll.revents & libc::POLLIN != 0
 }

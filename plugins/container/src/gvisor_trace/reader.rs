@@ -117,6 +117,13 @@ impl Reader {
         }
     }
 
+    /// The time of the latest point read that carried one (ns since the
+    /// Unix epoch, the sandbox's clock): a point without a time was sent
+    /// after it.
+    pub fn latest_time_ns(&self) -> Option<i64> {
+        (self.latest_ns > 0).then_some(self.latest_ns)
+    }
+
     /// Marks the trace incomplete and records nothing more.
     pub fn stop_reading(&mut self, reason: impl Into<String>) {
         self.broken = true;

@@ -1144,3 +1144,51 @@ async fn every_call_that_does_a_thing_is_recorded_or_leaves_it_unknown() {
     );
     assert_eq!(trace.incomplete, None);
 }
+
+/// The sandbox waits for the reader only while its points are unread: the
+/// time from a point's stamp to its reading counts as the tracer's, once
+/// for points that overlap, so that the program's window can give it back.
+#[tokio::test]
+async fn the_time_points_wait_to_be_read_is_counted_as_the_tracers() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = listen(dir.path());
+    let hold = trace.hold();
+    let runsc = FakeRunsc::connect(&trace).await;
+    let now_ns = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i64
+    };
+    let late = Duration::from_millis(300);
+    let stamped = now_ns() - late.as_nanos() as i64;
+    // Two points stamped 300 ms ago (held up, as by a reader that did not
+    // read): 300 ms, not 600.
+    for _ in 0..2 {
+        let connect = wire::Connect {
+            context_data: Some(wire::ContextData {
+                time_ns: stamped,
+                cwd: Vec::new(),
+            }),
+            exit: exit(libc::ENETUNREACH.into()),
+            sysno: 42,
+            address: vec![2, 0, 0x01, 0xbb, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0],
+        };
+        runsc.send(message_type::SYSCALL_CONNECT, connect).await;
+    }
+    let counted = tokio::time::timeout(GRACE, async {
+        while hold.bound() < late {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(counted.is_ok(), "the late points were not counted");
+    drop(runsc);
+    let held = hold.bound();
+    let trace = finished_trace(trace).await;
+    assert_eq!(trace.count(ActionKind::NetConnect), 2);
+    assert!(
+        held < late * 2,
+        "overlapping points counted twice: {held:?}"
+    );
+}

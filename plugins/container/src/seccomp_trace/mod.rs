@@ -54,6 +54,7 @@ use progscore_sandbox::behaviour::{
 use tokio::sync::oneshot;
 
 use crate::gvisor_trace::reader::{errno_name, path_event};
+use crate::tracer_hold::{ListenerClock, TracerHold};
 use events::Target;
 use policy::Verdict;
 
@@ -95,6 +96,8 @@ pub struct SeccompTrace {
     state: Arc<AtomicU8>,
     wake: Arc<OwnedFd>,
     ended: Option<oneshot::Receiver<Ended>>,
+    /// The time the program's calls may have waited for the listener.
+    hold: Arc<TracerHold>,
 }
 
 impl SeccompTrace {
@@ -146,15 +149,17 @@ impl SeccompTrace {
             state: Arc::new(AtomicU8::new(RUNNING)),
             wake: Arc::new(eventfd()?),
             ended: None,
+            hold: TracerHold::for_listener(&dir),
         };
         listener.set_nonblocking(true)?;
         let (sender, receiver) = oneshot::channel();
         let state = trace.state.clone();
         let wake = trace.wake.clone();
+        let hold = trace.hold.clone();
         std::thread::Builder::new()
             .name("seccomp-trace".into())
             .spawn(move || {
-                let ended = serve(&listener, &state, &wake, &sensitive);
+                let ended = serve(&listener, &state, &wake, &sensitive, hold);
                 let _ = sender.send(ended);
             })?;
         trace.ended = Some(receiver);
@@ -164,6 +169,12 @@ impl SeccompTrace {
     /// The `listenerPath` to put in the container's seccomp profile.
     pub fn listener_path(&self) -> &Path {
         &self.endpoint
+    }
+
+    /// The time the program's calls may have waited for the listener: for
+    /// the program's window.
+    pub fn hold(&self) -> Arc<TracerHold> {
+        self.hold.clone()
     }
 
     /// The behaviour traced, once the container is gone, and the listener's
@@ -281,6 +292,7 @@ fn serve(
     state: &AtomicU8,
     wake: &OwnedFd,
     sensitive: &[PathPattern],
+    hold: Arc<TracerHold>,
 ) -> Ended {
     let fail = |why: String| Ended {
         behaviour: Behaviour::not_traced(why.clone()),
@@ -319,7 +331,7 @@ fn serve(
         program_start: None,
         performs_opens,
     }
-    .serve(state, wake);
+    .serve(state, wake, ListenerClock::new(hold));
     if let Some(fault) = &fault {
         trace.mark_incomplete(format!("the seccomp listener failed: {fault}"));
     }
@@ -461,9 +473,18 @@ enum Performed {
 impl Notifications<'_> {
     /// Serves calls until every process of the filter is gone (or the stop);
     /// the fault, if the listener failed.
-    fn serve(mut self, state: &AtomicU8, wake: &OwnedFd) -> Option<String> {
+    /// `clock` bounds the time calls wait for this thread.
+    fn serve(
+        mut self,
+        state: &AtomicU8,
+        wake: &OwnedFd,
+        mut clock: ListenerClock,
+    ) -> Option<String> {
         loop {
-            let ready = match poll(&[self.notify.as_raw_fd(), wake.as_raw_fd()], -1) {
+            clock.waiting();
+            let ready = poll(&[self.notify.as_raw_fd(), wake.as_raw_fd()], -1);
+            clock.woke();
+            let ready = match ready {
                 Ok(ready) => ready,
                 Err(error) => return Some(format!("polling the notify descriptor: {error}")),
             };

@@ -12,6 +12,7 @@ use std::time::Duration;
 mod faults;
 mod frozen;
 mod traced_runc;
+mod tracer_wait;
 
 use progscore_oci::{OciClient, OciOptions};
 use progscore_sandbox::{
