@@ -16,11 +16,14 @@ const LAYERS: &[(&str, u8)] = &[
     ("progscore-comparator-host", 0),
     // Tests' and benchmarks' shared lookups (a dev-dependency).
     ("progscore-test-kit", 0),
-    ("progscore-container", 1),
+    // Behaviour tracing, which the containers' window reads the tracer's
+    // time from.
+    ("progscore-trace", 1),
+    ("progscore-container", 2),
     ("progscore-evidence", 1),
     ("progscore-wasi", 1),
-    ("progscore-docker", 2),
-    ("progscore-oci", 2),
+    ("progscore-docker", 3),
+    ("progscore-oci", 3),
     ("progscore-scoring", 2),
     ("progscore-report", 3),
     // The library under every face.
@@ -36,13 +39,14 @@ const LAYERS: &[(&str, u8)] = &[
 
 /// What a sandbox backend may depend on (ARCHITECTURE.md: "a backend
 /// depends on plugins/sandbox, and the shared plugins/container,
-/// plugins/oci-image, only").
+/// plugins/oci-image, and plugins/trace, only").
 const BACKENDS: &[&str] = &["progscore-docker", "progscore-oci", "progscore-wasi"];
 /// The faces over the runtime: the CLI binary, the Python package, the server.
 const FACES: &[&str] = &["progscore", "progscore-python", "progscore-server"];
 const BACKEND_MAY_USE: &[&str] = &[
     "progscore-sandbox",
     "progscore-container",
+    "progscore-trace",
     "progscore-oci-image",
 ];
 

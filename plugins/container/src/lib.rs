@@ -12,21 +12,16 @@
 //! ([`schedule`]); and both watch the program's window, where the timing
 //! rule is applied, through one [`window`] given what differs between them
 //! as a [`Program`]. Both run a program's cases alike ([`cases`]). A traced
-//! program's waits for its tracer are bounded in [`tracer_hold`] and given
-//! back by the window.
+//! program's waits for its tracer are bounded by `progscore-trace`'s
+//! `TracerHold` and given back by the window.
 
 pub mod cases;
 pub mod cgroup;
 pub mod facade;
 pub mod guard;
-pub mod gvisor_trace;
 pub mod output;
 pub mod path_error;
-pub(crate) mod resolve;
 pub mod schedule;
-pub mod seccomp_trace;
-pub mod tracer_hold;
-pub mod tracing_plan;
 pub mod window;
 pub mod workspace;
 
@@ -37,12 +32,9 @@ pub use cgroup::{
 };
 pub use facade::{Backend, Guarded};
 pub use guard::{shut_down, spawn_guarded};
-pub use gvisor_trace::GvisorTrace;
 pub use output::output_was_active;
 pub use path_error::PathError;
 pub use schedule::{Load, Running, Schedule, Slot};
-pub use tracer_hold::TracerHold;
-pub use tracing_plan::TracePlan;
 pub use window::{Killed, Measured, Program, Watched, Window, millis};
 pub use workspace::{
     BUILD_ENTRY_BYTES, BuildDisk, Workspace, build_size, compile_event, tree_sha256,

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cgroup::{EndedTasks, InvocationCgroup, WaitSample, cpu_limit_reached};
 use crate::output::output_was_active;
 use crate::schedule::Load;
-use crate::tracer_hold::TracerHold;
+use progscore_trace::tracer_hold::TracerHold;
 
 /// A started program, as its backend sees it.
 pub trait Program {

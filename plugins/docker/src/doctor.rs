@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use progscore_container::TracePlan;
 use progscore_sandbox::{Backend, RuntimeProfile, SandboxError, Stage};
+use progscore_trace::TracePlan;
 
 use crate::engine::EngineFacts;
 use crate::options::Endpoint;

@@ -26,16 +26,17 @@ use bollard::query_parameters::{
     AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, InspectContainerOptions,
     KillContainerOptionsBuilder, StartContainerOptions,
 };
-use progscore_container::gvisor_trace::GvisorTrace;
-use progscore_container::tracer_hold::TracerHold;
 use progscore_container::{
     Cgroups, EndedTasks, InvocationCgroup, Load, Measured, MemoryKill, OomReading, OomWatch,
-    Program, TracePlan, Window, host_oom_kills,
+    Program, Window, host_oom_kills,
 };
 use progscore_sandbox::{
     Invocation, InvocationEvent, Limits, Outcome, PathPattern, Provenance, ResourceUsage,
     RuntimeProfile, Stage, StreamCapture,
 };
+use progscore_trace::TracePlan;
+use progscore_trace::gvisor_trace::GvisorTrace;
+use progscore_trace::tracer_hold::TracerHold;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 

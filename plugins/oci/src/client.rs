@@ -8,13 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_container::{
-    BuildDisk, Cases, Cgroups, Guarded, Load, Schedule, TracePlan, Workspace, compile_event,
+    BuildDisk, Cases, Cgroups, Guarded, Load, Schedule, Workspace, compile_event,
 };
 use progscore_sandbox::timing::{ALONE_RUNS, alone_run_warning};
 use progscore_sandbox::{
     Backend, BoxFuture, CaseSink, Invocation, InvocationEvent, Owner, Preflight, ProgramFiles,
     ProgramRun, RunRequest, RuntimeProfile, SandboxClient, SandboxError, Stage, sha256_hex,
 };
+use progscore_trace::TracePlan;
 use tokio::sync::{Mutex, OnceCell};
 use tokio_util::sync::CancellationToken;
 

@@ -26,17 +26,17 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use progscore_container::gvisor_trace::GvisorTrace;
-use progscore_container::seccomp_trace::SeccompTrace;
-use progscore_container::tracer_hold::TracerHold;
 use progscore_container::{
-    Cgroups, EndedTasks, InvocationCgroup, Load, Measured, MemoryKill, Program, TracePlan, Window,
-    millis,
+    Cgroups, EndedTasks, InvocationCgroup, Load, Measured, MemoryKill, Program, Window, millis,
 };
 use progscore_sandbox::{
     Invocation, InvocationEvent, Limits, Outcome, Provenance, ResourceUsage, RuntimeProfile, Stage,
     StreamCapture,
 };
+use progscore_trace::TracePlan;
+use progscore_trace::gvisor_trace::GvisorTrace;
+use progscore_trace::seccomp_trace::SeccompTrace;
+use progscore_trace::tracer_hold::TracerHold;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStderr, ChildStdout};
 use tokio::time::Instant;

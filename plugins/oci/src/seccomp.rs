@@ -29,7 +29,7 @@
 
 //!
 //! A traced runc invocation gets the same profile with a `listenerPath`
-//! (progscore's seccomp listener, `progscore_container::seccomp_trace`) and
+//! (progscore's seccomp listener, `progscore_trace::seccomp_trace`) and
 //! the calls it traces ([`policy::NOTIFIED`]) given `SCMP_ACT_NOTIFY`
 //! instead of their rules; the listener answers each with the verdict the
 //! rule would have given ([`policy::verdict`]), so the policy is unchanged.
@@ -41,7 +41,7 @@ use oci_spec::runtime::{
     Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArg, LinuxSeccompArgBuilder,
     LinuxSeccompOperator, LinuxSyscall,
 };
-use progscore_container::seccomp_trace::policy::{
+use progscore_trace::seccomp_trace::policy::{
     self, CLONE_NAMESPACE_FLAGS, NOTIFIED, SOCKET_FAMILIES,
 };
 

@@ -8,9 +8,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use progscore_container::tracer_hold::test_hooks::slow_listeners_under;
 use progscore_oci::{OciClient, OciOptions};
 use progscore_sandbox::{Outcome, RuntimeProfile, TraceSpec};
+use progscore_trace::tracer_hold::test_hooks::slow_listeners_under;
 
 use super::{leftovers, run, spec, stdout};
 
