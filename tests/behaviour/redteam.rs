@@ -57,6 +57,7 @@ const SHELL: &str = r#"{"proc.exec": {"path": "/bin/sh"}}"#;
 const SANDBOX_WRITE: &str = r#"{"fs.open": {"path": "/sandbox/**", "access": "write"}}"#;
 const CONNECT: &str = r#""net.connect""#;
 const SIGNAL: &str = r#""proc.signal""#;
+const PTRACE: &str = r#""proc.ptrace""#;
 const TMP_B_WRITE: &str = r#"{"fs.open": {"path": "/tmp/b", "access": "write"}}"#;
 
 /// The twins under an `fs.open` path filter that traced runc cannot decide
@@ -240,6 +241,12 @@ pub const PAIRS: &[Pair] = &[
         SIGNAL,
         "#define _GNU_SOURCE\n#include <stdio.h>\n#include <sys/syscall.h>\n#include <unistd.h>\nint main(void) {\n  int fd = syscall(SYS_pidfd_open, getpid(), 0);\n  syscall(SYS_pidfd_send_signal, fd, 0, 0, 0);\n  puts(\"done\");\n  return 0;\n}\n",
         "#define _GNU_SOURCE\n#include <stdio.h>\n#include <sys/syscall.h>\n#include <unistd.h>\nint main(void) {\n  int fd = syscall(SYS_pidfd_open, getpid(), 0);\n  if (fd >= 0) close(fd);\n  puts(\"done\");\n  return 0;\n}\n",
+    ),
+    c(
+        "c-process-vm-readv",
+        PTRACE,
+        "#define _GNU_SOURCE\n#include <signal.h>\n#include <stdio.h>\n#include <sys/uio.h>\n#include <sys/wait.h>\n#include <unistd.h>\nstatic char secret[16] = \"child\";\nint main(void) {\n  pid_t child = fork();\n  if (child == 0) { pause(); return 0; }\n  char copy[16];\n  struct iovec local = {copy, sizeof copy}, remote = {secret, sizeof secret};\n  process_vm_readv(child, &local, 1, &remote, 1, 0);\n  kill(child, SIGKILL);\n  waitpid(child, 0, 0);\n  puts(\"done\");\n  return 0;\n}\n",
+        "#define _GNU_SOURCE\n#include <signal.h>\n#include <stdio.h>\n#include <string.h>\n#include <sys/wait.h>\n#include <unistd.h>\nstatic char secret[16] = \"child\";\nint main(void) {\n  pid_t child = fork();\n  if (child == 0) { pause(); return 0; }\n  char copy[16];\n  memcpy(copy, secret, sizeof copy);\n  kill(child, SIGKILL);\n  waitpid(child, 0, 0);\n  puts(\"done\");\n  return 0;\n}\n",
     ),
     c(
         "c-rt-sigqueueinfo",

@@ -43,10 +43,12 @@ const POINTS: &[(&str, &[&str], &[&str])] = &[
 /// another object than its name says (symlink, symlinkat, link, linkat,
 /// chroot, pivot_root, mount); the opens without a path point (openat2,
 /// open_by_handle_at); and the writes onto a path without an open
-/// (truncate, mknod, mknodat; symlink and link above).
-const RAW_SYSCALLS: [u64; 27] = [
+/// (truncate, mknod, mknodat; symlink and link above); and the reads and
+/// writes of another process's memory without ptrace (process_vm_readv,
+/// process_vm_writev).
+const RAW_SYSCALLS: [u64; 29] = [
     62, 200, 234, 101, 87, 263, 82, 264, 316, 129, 297, 424, 44, 46, 307, 88, 266, 86, 265, 161,
-    155, 165, 437, 304, 76, 133, 259,
+    155, 165, 437, 304, 76, 133, 259, 310, 311,
 ];
 
 /// The calls whose points carry text (open, creat, openat on exit; execve,

@@ -22,6 +22,12 @@ const SYS_KILL: u64 = 62;
 const SYS_TKILL: u64 = 200;
 const SYS_TGKILL: u64 = 234;
 const SYS_PTRACE: u64 = 101;
+const SYS_PROCESS_VM_READV: u64 = 310;
+const SYS_PROCESS_VM_WRITEV: u64 = 311;
+/// The ptrace requests a process_vm_readv / process_vm_writev does the
+/// work of (`PTRACE_PEEKDATA`, `PTRACE_POKEDATA`).
+const PTRACE_PEEKDATA: i64 = 2;
+const PTRACE_POKEDATA: i64 = 5;
 const SYS_UNLINK: u64 = 87;
 const SYS_UNLINKAT: u64 = 263;
 const SYS_RENAME: u64 = 82;
@@ -319,6 +325,16 @@ impl Reader {
             SYS_PTRACE => Action::ProcPtrace {
                 request: call.arg1 as i64,
                 target: int(call.arg2),
+            },
+            // Another process's memory read or written without ptrace: the
+            // same access as a PTRACE_PEEKDATA or PTRACE_POKEDATA of it.
+            SYS_PROCESS_VM_READV => Action::ProcPtrace {
+                request: PTRACE_PEEKDATA,
+                target: int(call.arg1),
+            },
+            SYS_PROCESS_VM_WRITEV => Action::ProcPtrace {
+                request: PTRACE_POKEDATA,
+                target: int(call.arg1),
             },
             SYS_RT_SIGQUEUEINFO => Action::ProcSignal {
                 target: int(call.arg1),

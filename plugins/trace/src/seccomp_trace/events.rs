@@ -299,6 +299,15 @@ pub(crate) fn action(
             request: args[0] as i64,
             target: int(args[1]),
         },
+        // The same access as a PTRACE_PEEKDATA or PTRACE_POKEDATA.
+        libc::SYS_process_vm_readv => Action::ProcPtrace {
+            request: libc::PTRACE_PEEKDATA as i64,
+            target: int(args[0]),
+        },
+        libc::SYS_process_vm_writev => Action::ProcPtrace {
+            request: libc::PTRACE_POKEDATA as i64,
+            target: int(args[0]),
+        },
         libc::SYS_unlink => Action::FsUnlink {
             path: Some(bounded_text(
                 &path_at(target, AT_FDCWD, args[0], false).path,
@@ -348,6 +357,8 @@ pub(crate) fn reads_memory(nr: i64) -> bool {
             | libc::SYS_rt_tgsigqueueinfo
             | libc::SYS_pidfd_send_signal
             | libc::SYS_ptrace
+            | libc::SYS_process_vm_readv
+            | libc::SYS_process_vm_writev
     )
 }
 

@@ -83,6 +83,17 @@ pub const NOTIFIED: &[(&str, i64, Rule)] = &[
     ("symlink", libc::SYS_symlink, Rule::Allowed),
     ("symlinkat", libc::SYS_symlinkat, Rule::Allowed),
     ("ptrace", libc::SYS_ptrace, Rule::Refused),
+    // Another process's memory without ptrace: proc.ptrace events.
+    (
+        "process_vm_readv",
+        libc::SYS_process_vm_readv,
+        Rule::Refused,
+    ),
+    (
+        "process_vm_writev",
+        libc::SYS_process_vm_writev,
+        Rule::Refused,
+    ),
     ("unlink", libc::SYS_unlink, Rule::Allowed),
     ("unlinkat", libc::SYS_unlinkat, Rule::Allowed),
     ("rename", libc::SYS_rename, Rule::Allowed),
