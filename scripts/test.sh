@@ -41,12 +41,18 @@ phase() {
 # only pile up), and incremental compilation is off (a whole build gains
 # nothing from it and writes gigabytes). One run at a time uses the folder.
 SHARED_TARGET=/var/cache/progscore/cargo-target
+SHARED_TARGET_LOCK=/var/cache/progscore/cargo-target.run-lock
 if [[ -z "${CARGO_TARGET_DIR:-}" && ! -e target && ! -L target ]]; then
     mkdir -p "$SHARED_TARGET"
-    exec {shared_target_lock}>"$SHARED_TARGET.lock"
-    if ! flock -n "$shared_target_lock"; then
-        echo "[test] another test run holds $SHARED_TARGET: waiting for it" >&2
-        flock "$shared_target_lock"
+    if [[ "${PROGSCORE_SHARED_TARGET_HELD:-}" != 1 ]]; then
+        if ! flock -n "$SHARED_TARGET_LOCK" true; then
+            echo "[test] another test run holds $SHARED_TARGET: waiting for it" >&2
+        fi
+        # The run again, under the lock, which flock holds until the run
+        # ends; `-o` keeps its descriptor out of the run's processes, so an
+        # engine this run starts (and leaves running) never holds it after.
+        PROGSCORE_SHARED_TARGET_HELD=1 exec flock -o "$SHARED_TARGET_LOCK" \
+            bash "$REPO_ROOT/scripts/test.sh" "$@"
     fi
     ln -s "$SHARED_TARGET" target
     export CARGO_INCREMENTAL=0
