@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use progscore_scoring::ScoringExpectation;
+use progscore_scoring::{ProgramInput, RescoreRequest, ScoringExpectation};
 use serde::Deserialize;
 use thiserror::Error;
 
@@ -22,6 +22,15 @@ pub struct BatchItem {
 }
 
 impl BatchItem {
+    /// The item as a rescore asks for it: its id, program and expectation.
+    pub fn rescore_request(&self) -> RescoreRequest {
+        RescoreRequest {
+            item_id: Some(self.id.clone()),
+            program: ProgramInput::Inline(self.program.clone()),
+            expectation: self.expectation.clone(),
+        }
+    }
+
     /// The profile the item's expectation names (a validated item has one).
     pub fn profile(&self) -> Option<&str> {
         self.expectation

@@ -13,8 +13,8 @@ use progscore_runtime::batch_run::{
 use progscore_runtime::config::Config;
 use progscore_runtime::policy::{BatchEnd, exit, exit_status};
 use progscore_runtime::session::Session;
+use progscore_scoring::ScoringError;
 use progscore_scoring::evidence::StoreError;
-use progscore_scoring::{ProgramInput, RescoreRequest, ScoringError};
 use tokio_util::sync::CancellationToken;
 
 use super::Terminations;
@@ -253,14 +253,7 @@ pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
                 }
             }
         }
-        let requests = chunk
-            .iter()
-            .map(|item| RescoreRequest {
-                item_id: Some(item.id.clone()),
-                program: ProgramInput::Inline(item.program.clone()),
-                expectation: item.expectation.clone(),
-            })
-            .collect();
+        let requests = chunk.iter().map(BatchItem::rescore_request).collect();
         let results = match session.replayer.rescore_batch(requests) {
             Ok(results) => results,
             Err(ScoringError::Store(err)) if err.is_store_fault() => {

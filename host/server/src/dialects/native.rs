@@ -39,8 +39,8 @@ use progscore_runtime::results::{Summary, result_line, verdict_word};
 use progscore_sandbox::BoxFuture;
 use progscore_sandbox::{ByteString, Invocation, PartialLimitsSpec, ProgramFiles};
 use progscore_scoring::{
-    Condition, ObservationRef, ProgramBehaves, ProgramInput, ReplayRefusal, ReplayRequest,
-    RescoreRequest, Score, ScoringError, ScoringExpectation,
+    Condition, ObservationRef, ProgramBehaves, ReplayRefusal, ReplayRequest, RescoreRequest, Score,
+    ScoringError, ScoringExpectation,
 };
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -476,14 +476,7 @@ async fn rescore(
         )
         .with_status(StatusCode::PAYLOAD_TOO_LARGE));
     }
-    let requests: Vec<RescoreRequest> = items
-        .iter()
-        .map(|item| RescoreRequest {
-            item_id: Some(item.id.clone()),
-            program: ProgramInput::Inline(item.program.clone()),
-            expectation: item.expectation.clone(),
-        })
-        .collect();
+    let requests: Vec<RescoreRequest> = items.iter().map(BatchItem::rescore_request).collect();
     let _turn = replay_turn(&state).await?;
     let session = state.clone();
     let results =
