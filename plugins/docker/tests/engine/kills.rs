@@ -39,7 +39,7 @@ const SELF_KILL: &str = "import os, sys, time\nprint('ready', flush=True)\nif sy
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gvisor_program_killing_itself_exits_137_and_one_killed_from_outside_is_undetermined() {
     let h = harness(vec![profile(GVISOR)]);
-    let run = h.run_one(GVISOR, SELF_KILL, &["self"]).await;
+    let run = run_past_other_oom_kills(&h, GVISOR, SELF_KILL, &["self"]).await;
     assert_eq!(exit_code(&run, 0), 137, "{run:#?}");
     assert_eq!(stdout(&run, 0), "ready\n");
 
@@ -173,12 +173,17 @@ async fn without_the_engines_events_an_unexplained_137_is_undetermined() {
 /// Runs `program`, again (a few times) while its exit 137 is undetermined
 /// because the host's OOM killer acted meanwhile (under cgroup v1 nothing
 /// tells whether it was the program's: the other tests' memory hogs).
-async fn run_past_other_oom_kills(h: &Harness, name: &str, program: &str) -> ProgramRun {
-    let mut run = h.run_one(name, program, &[]).await;
+async fn run_past_other_oom_kills(
+    h: &Harness,
+    name: &str,
+    program: &str,
+    args: &[&str],
+) -> ProgramRun {
+    let mut run = h.run_one(name, program, args).await;
     for _ in 0..5 {
         match &run.events[0].outcome {
             Outcome::SandboxError { message } if message.contains("host's OOM killer") => {
-                run = h.run_one(name, program, &[]).await;
+                run = h.run_one(name, program, args).await;
             }
             _ => break,
         }
@@ -191,7 +196,7 @@ async fn run_past_other_oom_kills(h: &Harness, name: &str, program: &str) -> Pro
 async fn exit_137_of_the_program_itself_is_its_exit() {
     let h = harness(vec![profile(RUNC), profile(GVISOR)]);
     for name in [RUNC, GVISOR] {
-        let run = run_past_other_oom_kills(&h, name, "import os\nos._exit(137)\n").await;
+        let run = run_past_other_oom_kills(&h, name, "import os\nos._exit(137)\n", &[]).await;
         assert_eq!(exit_code(&run, 0), 137, "{name}: {run:#?}");
     }
     h.assert_clean().await;
@@ -207,7 +212,7 @@ async fn a_full_page_cache_then_exit_137_is_not_a_memory_kill() {
     // Drops what the host cached of the image's files, so that reading them
     // again is charged to this container, well past its cap.
     let program = "import os\nfor _ in range(2):\n    for root, _, files in os.walk('/usr'):\n        for f in files:\n            try:\n                fd = os.open(os.path.join(root, f), os.O_RDONLY)\n            except OSError:\n                continue\n            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)\n            while os.read(fd, 1 << 20):\n                pass\n            os.close(fd)\nprint('read', flush=True)\nos._exit(137)\n";
-    let run = run_past_other_oom_kills(&h, RUNC, program).await;
+    let run = run_past_other_oom_kills(&h, RUNC, program, &[]).await;
     assert_eq!(exit_code(&run, 0), 137, "{run:#?}");
     assert_eq!(stdout(&run, 0), "read\n");
     let peak = run.events[0]
