@@ -119,9 +119,17 @@ fn after_sigkill_the_next_start_removes_what_was_left(profile: &str, rounds: usi
         // What a killed process leaves: its lock, its workspaces, containers.
         left_by_kills += usize::from(!dir.owner_leftovers().is_empty());
         containers_left += usize::from(!started.leftovers().is_empty());
-        // The next start (any command that reaches the backend) sweeps first.
-        let doctor = dir.run(&["doctor"]);
-        assert_eq!(doctor.status.code(), Some(0), "{}", stderr(&doctor));
+        // The next start (any command that reaches the backends) sweeps
+        // first: the next batch, an item on each backend (each backend's
+        // client registers at start; it sweeps at its first run). `doctor`
+        // would too, after reading every cached image's tree.
+        let next = [
+            slow_batch(1, "python").replace("slow-0", "next-docker"),
+            slow_batch(1, "python-oci").replace("slow-0", "next-oci"),
+        ];
+        dir.write("next.jsonl", next.join("\n"));
+        let next = dir.run(&["score", "next.jsonl"]);
+        assert_eq!(next.status.code(), Some(0), "{}", stderr(&next));
         assert_eq!(
             started.leftovers_after(Duration::from_secs(5)),
             Vec::<String>::new(),

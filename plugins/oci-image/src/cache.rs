@@ -265,9 +265,35 @@ impl ImageCache {
             .filter_map(|name| self.layout.generations(name).pop())
             .collect();
         dirs.sort();
-        dirs.into_iter()
-            .map(|dir| check_listed(&self.layout, dir))
-            .collect()
+        // Each check reads every byte of the image: one image per CPU at a
+        // time, listed in order.
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, dirs.len().max(1));
+        let layout = &self.layout;
+        let mut checked: Vec<(usize, CachedImage)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|worker| {
+                    let mine: Vec<(usize, PathBuf)> = dirs
+                        .iter()
+                        .enumerate()
+                        .filter(|(index, _)| index % workers == worker)
+                        .map(|(index, dir)| (index, dir.clone()))
+                        .collect();
+                    scope.spawn(move || {
+                        mine.into_iter()
+                            .map(|(index, dir)| (index, check_listed(layout, dir)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|handle| handle.join().expect("an image check panicked"))
+                .collect()
+        });
+        checked.sort_by_key(|(index, _)| *index);
+        checked.into_iter().map(|(_, image)| image).collect()
     }
 
     /// Fetches what is missing, verifies everything, unpacks, records, and
