@@ -488,6 +488,9 @@ pub fn millis(duration: Duration) -> u64 {
 }
 
 #[cfg(test)]
+mod watch_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
