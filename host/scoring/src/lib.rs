@@ -66,6 +66,7 @@ pub use expectation::{
 pub use replayer::Replayer;
 pub use request::{
     ObservationRef, ProgramInput, ReplayRequest, Rescore, RescoreRequest, Score, ScoreRequest,
+    Scored,
 };
 pub use scorer::ProgramExecutionScorer;
 pub use source::{DEFAULT_LEASE_TTL, Evidence, EvidenceUse, ProgramExecutionSource};

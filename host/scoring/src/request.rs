@@ -141,6 +141,15 @@ pub struct Score {
     pub evidence: EvidenceUse,
 }
 
+/// A score and the observation it rests on, as stored.
+#[derive(Debug, Clone)]
+pub struct Scored {
+    /// The score.
+    pub score: Score,
+    /// Its evidence (the run, stored or joined).
+    pub observation: std::sync::Arc<Observation>,
+}
+
 /// A rescore and the item's previous score.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Rescore {

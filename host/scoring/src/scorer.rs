@@ -11,7 +11,7 @@ use crate::comparator::OutputComparator;
 use crate::error::{ExpectationError, ScoringError};
 use crate::expectation::{ProgramBehaves, ScoringExpectation};
 use crate::replayer::{Replayer, invocations_of};
-use crate::request::{ProgramInput, Score, ScoreRequest};
+use crate::request::{ProgramInput, Score, ScoreRequest, Scored};
 use crate::source::{EvidenceUse, ProgramExecutionSource, check_belongs};
 use crate::store_call::store_call;
 use crate::verdict::evaluate;
@@ -125,6 +125,14 @@ impl ProgramExecutionScorer {
     /// the verdict rules, and records the score (with the observation, if new,
     /// in the same transaction).
     pub async fn score(&self, request: ScoreRequest) -> Result<Score, ScoringError> {
+        self.score_observed(request)
+            .await
+            .map(|scored| scored.score)
+    }
+
+    /// [`Self::score`], handing back the observation the score rests on as
+    /// it was stored (a caller that shows the run needs no read-back).
+    pub async fn score_observed(&self, request: ScoreRequest) -> Result<Scored, ScoringError> {
         let mut request = request;
         request.expectation = self.replayer.canonical(request.expectation);
         let (behaves, profile) = self.replayer.validate(&request.expectation)?;
@@ -178,13 +186,19 @@ impl ProgramExecutionScorer {
         )?;
         if evidence.origin == EvidenceUse::Stored {
             let score_id = store_call(|| store.record_score(&draft.record))?;
-            return Ok(draft.into_score(score_id, EvidenceUse::Stored));
+            return Ok(Scored {
+                score: draft.into_score(score_id, EvidenceUse::Stored),
+                observation: Arc::clone(observation),
+            });
         }
         let program_bytes = inline.then_some(&program[..]);
         match store_call(|| {
             store.record_observation_with_score(program_bytes, observation, &draft.record)
         }) {
-            Ok((score_id, _)) => Ok(draft.into_score(score_id, evidence.origin)),
+            Ok((score_id, _)) => Ok(Scored {
+                score: draft.into_score(score_id, evidence.origin),
+                observation: Arc::clone(observation),
+            }),
             Err(StoreError::ObservationConflict { stored, .. })
                 if !store.observation_origin(&stored.id)?.is_reusable() =>
             {
@@ -201,7 +215,10 @@ impl ProgramExecutionScorer {
                 }
                 let (score_id, _) =
                     store.record_observation_with_score(program_bytes, &own, &draft.record)?;
-                Ok(draft.into_score(score_id, evidence.origin))
+                Ok(Scored {
+                    score: draft.into_score(score_id, evidence.origin),
+                    observation: Arc::new(own),
+                })
             }
             Err(StoreError::ObservationConflict { stored, .. }) => {
                 // Another process stored its own run of this attempt first.
@@ -218,7 +235,10 @@ impl ProgramExecutionScorer {
                     None,
                 )?;
                 let score_id = store_call(|| store.record_score(&draft.record))?;
-                Ok(draft.into_score(score_id, EvidenceUse::Stored))
+                Ok(Scored {
+                    score: draft.into_score(score_id, EvidenceUse::Stored),
+                    observation: Arc::from(stored),
+                })
             }
             Err(error) => Err(error.into()),
         }

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use progscore_sandbox::{CaseSink, Invocation, RuntimeProfile, SandboxError};
-use progscore_scoring::{ProgramInput, ScoreRequest, ScoringError, ScoringExpectation, store_call};
+use progscore_scoring::{ProgramInput, ScoreRequest, ScoringError, ScoringExpectation};
 
 use crate::http::error::ApiError;
 use crate::jobs::job::{Executed, JobError, Part, ProgramJob, check_job};
@@ -114,12 +114,12 @@ pub(crate) async fn run_alone_telling(
             let _turn = turn;
             let _share = share;
             let started = std::time::Instant::now();
-            let score = state.scorer().score(request).await?;
-            state.metrics().scored(&score, started.elapsed());
-            let id = score.observation_ids.first().cloned().unwrap_or_default();
-            let observation = store_call(|| state.session().store.observation(&id))?
-                .ok_or_else(|| ScoringError::RunLost(format!("observation {id} not stored")))?;
-            Ok::<_, ScoringError>(Executed { score, observation })
+            let scored = state.scorer().score_observed(request).await?;
+            state.metrics().scored(&scored.score, started.elapsed());
+            Ok::<_, ScoringError>(Executed {
+                score: scored.score,
+                observation: Arc::unwrap_or_clone(scored.observation),
+            })
         }
     });
     match task.await {
