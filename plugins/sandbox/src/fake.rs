@@ -12,7 +12,7 @@ use crate::canonical::sha256_hex;
 use crate::client::{BoxFuture, Preflight, RunRequest, SandboxClient, SandboxError};
 use crate::invocation::Invocation;
 use crate::profile::RuntimeProfile;
-use crate::run::{CapturedStream, InvocationEvent, Outcome, ProgramRun};
+use crate::run::{CapturedStream, CompileEvent, InvocationEvent, Outcome, ProgramRun};
 
 /// One request as the fake saw it.
 #[derive(Debug, Clone)]
@@ -30,6 +30,7 @@ pub struct FakeRequest {
 }
 
 type Responder = dyn Fn(&FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> + Send + Sync;
+type CompileResponder = dyn Fn(&FakeRequest) -> Option<CompileEvent> + Send + Sync;
 type PreflightHook = dyn Fn(&RuntimeProfile) -> Result<Preflight, SandboxError> + Send + Sync;
 
 /// Counters shared by all clones of a [`ScriptedClient`].
@@ -48,6 +49,7 @@ pub struct FakeCounters {
 pub struct ScriptedClient {
     profiles: Vec<RuntimeProfile>,
     responder: Arc<Responder>,
+    compile: Option<Arc<CompileResponder>>,
     preflight: Option<Arc<PreflightHook>>,
     delay: Duration,
     case_gate: Option<Arc<tokio::sync::Semaphore>>,
@@ -66,6 +68,7 @@ impl ScriptedClient {
                     .map(|_| exited_event(0, b"", b""))
                     .collect())
             }),
+            compile: None,
             preflight: None,
             delay: Duration::ZERO,
             case_gate: None,
@@ -89,6 +92,18 @@ impl ScriptedClient {
         F: Fn(&FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> + Send + Sync + 'static,
     {
         self.responder = Arc::new(responder);
+        self
+    }
+
+    /// Decides the compile event of each run of a profile that compiles
+    /// (the default: none recorded). A failed build's cases stay the
+    /// responder's to script (as [`Outcome::CompileError`]), as a backend
+    /// decides them from the build.
+    pub fn with_compile<F>(mut self, compile: F) -> Self
+    where
+        F: Fn(&FakeRequest) -> Option<CompileEvent> + Send + Sync + 'static,
+    {
+        self.compile = Some(Arc::new(compile));
         self
     }
 
@@ -172,12 +187,16 @@ impl ScriptedClient {
             limits: profile.limits.clone(),
             files: files.clone(),
         };
+        let compile = match (&profile.compile, &self.compile) {
+            (Some(_), Some(compile)) => compile(&scripted),
+            _ => None,
+        };
         let result = (self.responder)(&scripted).map(|events| ProgramRun {
             profile: profile.name.clone(),
             program_sha256: sha256_hex(program),
             events,
             sandbox_warnings: Vec::new(),
-            compile: None,
+            compile,
         });
         if let Ok(run) = &result {
             for (index, event) in run.events.iter().enumerate() {

@@ -214,8 +214,14 @@ struct ExecuteResponse {
 /// `POST /api/v2/execute`.
 async fn execute_route(
     State(state): State<Arc<AppState>>,
-    JsonBody(request): JsonBody<ExecuteRequest>,
+    body: Result<JsonBody<ExecuteRequest>, ApiError>,
 ) -> Response {
+    // A malformed body is refused in Piston's shape too: its clients read
+    // `message`.
+    let request = match body {
+        Ok(JsonBody(request)) => request,
+        Err(error) => return refusal(error),
+    };
     let Some(profile) = state.language_profile(&request.language) else {
         return refusal(ApiError::bad_field(
             "language",

@@ -6,6 +6,9 @@
 
 mod answers;
 mod batches;
+mod judge0;
+mod overload;
+mod piston;
 mod regrade;
 
 use std::sync::Arc;

@@ -200,8 +200,12 @@ pub(super) async fn create(
     State(state): State<Arc<AppState>>,
     Query(query): Query<BTreeMap<String, String>>,
     body: Option<Extension<BodyShare>>,
-    JsonBody(request): JsonBody<SubmissionRequest>,
+    body_json: Result<JsonBody<SubmissionRequest>, ApiError>,
 ) -> Response {
+    let request = match body_json {
+        Ok(JsonBody(request)) => request,
+        Err(error) => return malformed(error),
+    };
     let options = match Options::parse(&query) {
         Ok(options) => options,
         Err(error) => return error.into_response(),
@@ -239,6 +243,17 @@ pub(super) async fn create(
     }
 }
 
+/// A body that is not a submission, refused in Judge0's shape (422
+/// `{"FIELD": [...]}`, as its other refusals), not `/v1`'s; a body too
+/// large, too slow or not JSON keeps its own status.
+fn malformed(error: ApiError) -> Response {
+    if error.status == StatusCode::BAD_REQUEST {
+        judge0_error(error.with_status(StatusCode::UNPROCESSABLE_ENTITY))
+    } else {
+        judge0_error(error)
+    }
+}
+
 /// `GET /submissions/{token}`.
 pub(super) async fn get_one(
     State(state): State<Arc<AppState>>,
@@ -273,8 +288,12 @@ pub(super) async fn create_batch(
     State(state): State<Arc<AppState>>,
     Query(query): Query<BTreeMap<String, String>>,
     body: Option<Extension<BodyShare>>,
-    JsonBody(batch): JsonBody<BatchRequest>,
+    body_json: Result<JsonBody<BatchRequest>, ApiError>,
 ) -> Response {
+    let batch = match body_json {
+        Ok(JsonBody(batch)) => batch,
+        Err(error) => return malformed(error),
+    };
     let options = match Options::parse(&query) {
         Ok(options) => options,
         Err(error) => return error.into_response(),
