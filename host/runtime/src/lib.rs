@@ -13,7 +13,3 @@ pub mod policy;
 pub mod remote;
 pub mod results;
 pub mod session;
-
-/// The `[serve]` table (a part of the configuration), where the server and
-/// its tests have always found it.
-pub use config::serve;

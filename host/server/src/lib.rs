@@ -32,6 +32,7 @@ mod dialects;
 mod http;
 mod jobs;
 mod retention;
+pub mod settings;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -49,6 +50,7 @@ use tokio::net::TcpListener;
 
 pub use http::error::{ApiError, ServeError};
 pub use http::metrics::Metrics;
+pub use settings::ServeSettings;
 pub use state::AppState;
 
 use dialects::{judge0, native, piston, sandbox_fusion};
@@ -64,8 +66,11 @@ impl Server {
     /// Opens the session and runs the preflight of every profile served, as
     /// `progscore score` does before its first item; refuses an address
     /// other than loopback without a token, and a profile that cannot run.
-    pub async fn build(config: Config, workers: WasiWorkers) -> Result<Server, ServeError> {
-        let settings = config.serve.clone();
+    pub async fn build(
+        config: Config,
+        settings: ServeSettings,
+        workers: WasiWorkers,
+    ) -> Result<Server, ServeError> {
         if !settings.listen.ip().is_loopback() && !settings.requires_token() {
             return Err(ServeError::TokenRequired {
                 config: config.path.display().to_string(),
@@ -73,7 +78,7 @@ impl Server {
             });
         }
         let session = Session::open(&config, workers)?;
-        let state = AppState::new(config, session)?;
+        let state = AppState::new(config, settings, session)?;
         state.preflight().await?;
         Ok(Server {
             state: Arc::new(state),

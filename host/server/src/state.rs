@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::settings::ServeSettings;
 use progscore_runtime::config::Config;
-use progscore_runtime::serve::ServeSettings;
 use progscore_runtime::session::Session;
 use progscore_sandbox::{Owner, RuntimeProfile};
 use progscore_scoring::ProgramExecutionScorer;
@@ -22,6 +22,8 @@ use crate::jobs::queue::ProfileQueue;
 /// The server's shared state.
 pub struct AppState {
     config: Config,
+    /// The `[serve]` settings (the flag's `--listen` applied).
+    settings: ServeSettings,
     session: Session,
     queues: BTreeMap<String, ProfileQueue>,
     draining: AtomicBool,
@@ -47,12 +49,15 @@ pub struct AppState {
 
 impl AppState {
     /// The state over an opened session; one queue per served profile.
-    pub(crate) fn new(config: Config, session: Session) -> Result<AppState, ServeError> {
-        let settings = &config.serve;
+    pub(crate) fn new(
+        config: Config,
+        settings: ServeSettings,
+        session: Session,
+    ) -> Result<AppState, ServeError> {
         let concurrency = settings
             .concurrency
             .unwrap_or_else(|| session.default_jobs());
-        let queues: BTreeMap<String, ProfileQueue> = served_profiles(&config)
+        let queues: BTreeMap<String, ProfileQueue> = served_profiles(&config, &settings)
             .into_iter()
             .map(|name| {
                 (
@@ -78,6 +83,7 @@ impl AppState {
         Ok(AppState {
             submissions_owner,
             config,
+            settings,
             session,
             queues,
             draining: AtomicBool::new(false),
@@ -147,7 +153,7 @@ impl AppState {
 
     /// The `[serve]` settings.
     pub fn settings(&self) -> &ServeSettings {
-        &self.config.serve
+        &self.settings
     }
 
     /// The config the server was started with.
@@ -265,8 +271,8 @@ impl AppState {
 }
 
 /// The profiles `[serve] profiles` names, else every configured one.
-fn served_profiles(config: &Config) -> Vec<String> {
-    match &config.serve.profiles {
+fn served_profiles(config: &Config, settings: &ServeSettings) -> Vec<String> {
+    match &settings.profiles {
         Some(served) => served.clone(),
         None => config.profiles.iter().map(|p| p.name.clone()).collect(),
     }

@@ -156,6 +156,10 @@ pub async fn dispatch(args: Args) -> u8 {
     } else {
         Config::load(&args.config)
     };
+    // The server's table is the server's to read, and checked here for
+    // every command: a bad value is said at once, as any other table's.
+    let loaded = loaded
+        .and_then(|config| progscore_server::ServeSettings::from_config(&config).map(|_| config));
     let config = match loaded {
         Ok(config) => config,
         Err(err) => {

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use anyhow::Context;
 use clap::Parser;
 use progscore_runtime::config::Config;
-use progscore_server::Server;
+use progscore_server::{ServeSettings, Server};
 use tokio_util::sync::CancellationToken;
 
 use super::{EXIT_ERROR, EXIT_OK, Terminations};
@@ -22,16 +22,16 @@ pub struct ServeArgs {
 pub async fn serve(config: &Config, args: ServeArgs) -> anyhow::Result<u8> {
     // Caught before anything is created, so no signal can leave a container.
     let signals = Terminations::install();
-    let mut config = config.clone();
+    let mut settings = ServeSettings::from_config(config)?;
     if let Some(listen) = args.listen {
-        config.serve.listen = listen;
+        settings.listen = listen;
     }
-    let listen = config.serve.listen;
+    let listen = settings.listen;
     // Bound first: a port in use is said before the preflight's work.
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
-    let server = match Server::build(config, super::wasi_workers()).await {
+    let server = match Server::build(config.clone(), settings, super::wasi_workers()).await {
         Ok(server) => server,
         Err(err) => {
             eprintln!("progscore: {err}");

@@ -31,7 +31,7 @@ pub enum ConfigError {
 
 /// `[table] field = value` as a duration from 1s to `max`, or a refusal
 /// naming the file, the field's line and the bounds.
-pub(crate) fn bounded_duration(
+pub fn bounded_duration(
     shown: &str,
     text: &str,
     table: &str,
@@ -60,7 +60,7 @@ pub(crate) fn bounded_duration(
 /// `file:line` of `key = ...` inside the table `[table]` (dotted keys of a
 /// parent table, such as `limits.timeout` under `[profiles.python]`, are
 /// not looked for: the caller falls back to the table's header).
-pub(crate) fn locate_key(path: &str, text: &str, table: &str, key: &str) -> Option<String> {
+pub fn locate_key(path: &str, text: &str, table: &str, key: &str) -> Option<String> {
     let start = locate_line(text, table)?;
     text.lines()
         .enumerate()
@@ -97,7 +97,7 @@ fn locate_line(text: &str, table: &str) -> Option<usize> {
 }
 
 /// `file:line` of a table header such as `[profiles.python]`, or the file alone.
-pub(crate) fn locate(path: &str, text: &str, table: &str) -> String {
+pub fn locate(path: &str, text: &str, table: &str) -> String {
     let header = format!("[{table}]");
     let quoted = match table.split_once('.') {
         Some((section, name)) => format!("[{section}.\"{name}\"]"),

@@ -1,13 +1,12 @@
 //! The TOML configuration, turned into typed values once, at the edge.
-//! What is wrong in it is told with the file and line ([`located`]); the
-//! `[serve]` table has a room of its own ([`serve`]).
+//! What is wrong in it is told with the file and line ([`located`], whose
+//! helpers the faces' own tables use too: `[serve]` is the server's to read,
+//! from [`Config::text`]).
 
 mod located;
 pub mod retention;
-pub mod serve;
 
-pub use located::ConfigError;
-pub(crate) use located::{bounded_duration, locate, locate_key};
+pub use located::{ConfigError, bounded_duration, locate, locate_key};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,8 +37,9 @@ pub struct Config {
     /// (`[languages]`: `cs = "csharp"`, `nodejs = "javascript"`); each names a
     /// configured profile. A profile's own name always works besides.
     pub languages: BTreeMap<String, String>,
-    /// How `progscore serve` listens, admits, queues and drains (`[serve]`).
-    pub serve: serve::ServeSettings,
+    /// The file's text as loaded: the tables a face reads itself (the
+    /// server's `[serve]`) are read from it, their errors named by line.
+    pub text: String,
 }
 
 /// The `[docker]` section (bounds on the engines' work, never the
@@ -108,8 +108,9 @@ struct ConfigFile {
     docker: DockerSection,
     #[serde(default)]
     oci: OciSection,
-    #[serde(default)]
-    serve: serve::ServeSection,
+    /// The server's (`progscore_server::ServeSettings` reads and checks it).
+    #[serde(default, rename = "serve")]
+    _serve: toml::Table,
     /// Kept in the file's order: the first engine is preferred when engines
     /// are equally free.
     #[serde(default)]
@@ -325,8 +326,6 @@ impl Config {
                 base.join(file.store.path)
             };
         let languages = check_languages(&shown, text, &profiles, file.languages)?;
-        let names: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
-        let serve = serve::parse_serve(&shown, text, file.serve, &names)?;
         Ok(Config {
             path: path.to_path_buf(),
             store_path,
@@ -335,7 +334,7 @@ impl Config {
             docker,
             oci,
             languages,
-            serve,
+            text: text.to_string(),
         })
     }
 

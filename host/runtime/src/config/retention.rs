@@ -33,7 +33,7 @@ pub struct RetentionSettings {
 /// `retention = { ... }` as written.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RetentionSection {
+pub struct RetentionSection {
     max_age: Option<String>,
     max_size: Option<String>,
     every: Option<String>,
@@ -59,7 +59,7 @@ pub fn parse_size(value: &str) -> Result<u64, String> {
 }
 
 /// Checks the table; `refuse(field, message)` names the field's place.
-pub(crate) fn parse_retention(
+pub fn parse_retention(
     section: RetentionSection,
     refuse: impl Fn(&str, String) -> super::ConfigError,
 ) -> Result<RetentionSettings, super::ConfigError> {

@@ -29,13 +29,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use crate::settings::ConnectionLimits;
 use axum::Router;
 use axum::extract::Request;
 use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::serve::{IncomingStream, Listener};
-use progscore_runtime::serve::ConnectionLimits;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};

@@ -21,11 +21,11 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
+use crate::settings::{ServeSettings, split_host};
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use progscore_runtime::serve::{ServeSettings, split_host};
 
 use crate::http::error::ApiError;
 

@@ -5,7 +5,7 @@
 //! served maxima and the profile's rules, naming a bad part in the
 //! dialect's own field names ([`Part`]).
 
-use progscore_runtime::serve::ServeSettings;
+use crate::settings::ServeSettings;
 use progscore_sandbox::{ByteString, Invocation, ProgramFiles, RuntimeProfile};
 use progscore_scoring::evidence::Observation;
 use progscore_scoring::{Score, ScoringExpectation};

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use progscore_runtime::serve::RequestLimitMaxima;
+use crate::settings::RequestLimitMaxima;
 use progscore_sandbox::{PartialLimitsSpec, ProfileError, RuntimeProfile};
 
 use crate::http::error::ApiError;

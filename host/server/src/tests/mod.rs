@@ -95,7 +95,8 @@ impl Served {
         let config = Config::parse(&path, &text).expect("the test config parses");
         let client = configure(ScriptedClient::new(config.profiles.clone()));
         let session = Session::with_sandbox(&config, Arc::new(client.clone())).expect("a session");
-        let state = AppState::new(config, session).expect("the state");
+        let settings = crate::ServeSettings::from_config(&config).expect("the [serve] table");
+        let state = AppState::new(config, settings, session).expect("the state");
         state
             .preflight()
             .await
