@@ -20,15 +20,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use progscore_comparator_host::{ComparatorHost, HostOptions};
 use progscore_runtime::backends::{Backends, WasiWorkers};
-use progscore_runtime::comparators::WasmComparators;
 use progscore_runtime::config::{Config, DockerSettings, UserComparator};
+use progscore_runtime::session::{comparator_host, scorer_over};
 use progscore_sandbox::{Invocation, ProfileSpec, RuntimeProfile, SandboxClient};
 use progscore_scoring::evidence::{EvidenceStore, Observation, ScoreFilter};
 use progscore_scoring::{
-    ObservationRef, OutputComparator, ProgramExecutionScorer, ProgramExecutionSource, ProgramInput,
-    ReplayRequest, RescoreRequest, ScoreRequest, ScoringError, ScoringExpectation,
+    ObservationRef, ProgramExecutionScorer, ProgramInput, ReplayRequest, RescoreRequest,
+    ScoreRequest, ScoringError, ScoringExpectation,
 };
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
@@ -279,18 +278,16 @@ struct NativeScorer {
 impl NativeScorer {
     #[new]
     fn new(client: &NativeClient, store: &NativeStore) -> PyResult<NativeScorer> {
-        let mut host = ComparatorHost::new(HostOptions::default())
-            .map_err(|e| ProgscoreError::new_err(e.to_string()))?;
-        host.register_builtins()
-            .map_err(|e| ProgscoreError::new_err(e.to_string()))?;
-        for user in &client.comparators {
-            host.register_user(&user.name, &user.path, &user.sha256)
-                .map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
-        }
-        let comparators: Arc<dyn OutputComparator> = Arc::new(WasmComparators(Arc::new(host)));
-        let source = ProgramExecutionSource::new(client.sandbox.clone(), store.store.clone());
-        let scorer = ProgramExecutionScorer::new(source, comparators)
-            .with_languages(client.languages.clone());
+        // A comparator that cannot be loaded is the caller's to fix (its
+        // file or its pinned digest): never a built-in's fault.
+        let comparators = comparator_host(&client.comparators)
+            .map_err(|e| InvalidExpectationError::new_err(e.to_string()))?;
+        let scorer = scorer_over(
+            client.sandbox.clone(),
+            store.store.clone(),
+            Arc::new(comparators),
+            client.languages.clone(),
+        );
         Ok(NativeScorer {
             scorer: Arc::new(scorer),
             backends: client.backends.clone(),

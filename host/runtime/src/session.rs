@@ -1,5 +1,6 @@
 //! Everything a scoring command needs, built once from the config.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use progscore_comparator_host::{ComparatorError, ComparatorHost, HostOptions};
@@ -11,7 +12,7 @@ use thiserror::Error;
 use crate::backends::{Backends, WasiWorkers};
 use crate::batch_run::ScorerItems;
 use crate::comparators::WasmComparators;
-use crate::config::Config;
+use crate::config::{Config, UserComparator};
 
 /// Why a session could not be opened.
 #[derive(Debug, Error)]
@@ -122,25 +123,46 @@ impl Session {
     /// The scorer over this session's store and comparators, running
     /// programs on `client`.
     fn scorer_on(&self, config: &Config, client: Arc<dyn SandboxClient>) -> ProgramExecutionScorer {
-        let source = ProgramExecutionSource::new(client, self.store.clone());
-        ProgramExecutionScorer::new(source, Arc::new(WasmComparators(self.comparators.clone())))
-            .with_languages(config.languages.clone())
+        scorer_over(
+            client,
+            self.store.clone(),
+            self.comparators.clone(),
+            config.languages.clone(),
+        )
     }
+}
+
+/// The scorer of programs run on `client`, their evidence in `store`,
+/// checked by `comparators`, with the profiles' other names `languages`:
+/// how a session builds its own, and how a face that holds its own client
+/// and store (the Python package) builds one.
+pub fn scorer_over(
+    client: Arc<dyn SandboxClient>,
+    store: Arc<EvidenceStore>,
+    comparators: Arc<ComparatorHost>,
+    languages: BTreeMap<String, String>,
+) -> ProgramExecutionScorer {
+    let source = ProgramExecutionSource::new(client, store);
+    ProgramExecutionScorer::new(source, Arc::new(WasmComparators(comparators)))
+        .with_languages(languages)
+}
+
+/// The comparator host with the built-ins and these user comparators.
+pub fn comparator_host(users: &[UserComparator]) -> Result<ComparatorHost, ComparatorError> {
+    let mut host = ComparatorHost::new(HostOptions::default())?;
+    host.register_builtins()?;
+    for user in users {
+        host.register_user(&user.name, &user.path, &user.sha256)?;
+    }
+    Ok(host)
 }
 
 /// The comparator host with the built-ins and the config's user comparators.
 pub fn load_comparators(config: &Config) -> Result<ComparatorHost, SessionError> {
-    let error = |source: ComparatorError| SessionError::Comparators {
+    comparator_host(&config.comparators).map_err(|cause| SessionError::Comparators {
         config: config.path.display().to_string(),
-        cause: source,
-    };
-    let mut host = ComparatorHost::new(HostOptions::default()).map_err(error)?;
-    host.register_builtins().map_err(error)?;
-    for user in &config.comparators {
-        host.register_user(&user.name, &user.path, &user.sha256)
-            .map_err(error)?;
-    }
-    Ok(host)
+        cause,
+    })
 }
 
 // The message quotes the cause, so it is not also this error's source
