@@ -42,6 +42,7 @@ phase() {
 # nothing from it and writes gigabytes). One run at a time uses the folder.
 SHARED_TARGET=/var/cache/progscore/cargo-target
 SHARED_TARGET_LOCK=/var/cache/progscore/cargo-target.run-lock
+SHARED_GUESTS_TARGET=/var/cache/progscore/guests-target
 if [[ -z "${CARGO_TARGET_DIR:-}" && ! -e target && ! -L target ]]; then
     mkdir -p "$SHARED_TARGET"
     if [[ "${PROGSCORE_SHARED_TARGET_HELD:-}" != 1 ]]; then
@@ -57,6 +58,12 @@ if [[ -z "${CARGO_TARGET_DIR:-}" && ! -e target && ! -L target ]]; then
     ln -s "$SHARED_TARGET" target
     export CARGO_INCREMENTAL=0
     python3 scripts/prune-target.py "$SHARED_TARGET/debug" >&2
+    # The guests' own workspace (their unit tests, beside the tests) alike.
+    if [[ ! -e guests/target && ! -L guests/target ]]; then
+        mkdir -p "$SHARED_GUESTS_TARGET"
+        ln -s "$SHARED_GUESTS_TARGET" guests/target
+        (cd guests && python3 ../scripts/prune-target.py "$SHARED_GUESTS_TARGET/debug" >&2)
+    fi
 fi
 
 phase --required "setup" bash scripts/setup.sh
