@@ -11,7 +11,7 @@ use progscore_sandbox::fake::{FakeRequest, event, exited_event};
 use progscore_sandbox::{InvocationEvent, Outcome, SandboxError};
 use serde_json::{Value, json};
 
-use super::Served;
+use super::{Served, prints_ok};
 
 /// Each case prints the square of the number on its stdin.
 fn squares(request: &FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> {
@@ -71,15 +71,6 @@ fn fails(request: &FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> {
         .invocations
         .iter()
         .map(|_| exited_event(1, b"", b"boom\n"))
-        .collect())
-}
-
-/// Every case prints `ok`.
-fn prints_ok(request: &FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> {
-    Ok(request
-        .invocations
-        .iter()
-        .map(|_| exited_event(0, b"ok\n", b""))
         .collect())
 }
 

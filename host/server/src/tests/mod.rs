@@ -46,6 +46,15 @@ image = "127.0.0.1:5000/python-sandbox@sha256:0000000000000000000000000000000000
 command = ["python3", "-I"]
 "#;
 
+/// A responder whose every case prints `ok` (exit 0).
+fn prints_ok(request: &FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> {
+    Ok(request
+        .invocations
+        .iter()
+        .map(|_| progscore_sandbox::fake::exited_event(0, b"ok\n", b""))
+        .collect())
+}
+
 /// A server's state over a scripted sandbox, its store in a folder of its own.
 struct Served {
     state: Arc<AppState>,

@@ -9,19 +9,9 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use progscore_sandbox::fake::{FakeRequest, exited_event};
-use progscore_sandbox::{InvocationEvent, SandboxError};
 use serde_json::{Value, json};
 
-use super::Served;
-
-fn prints_ok(request: &FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> {
-    Ok(request
-        .invocations
-        .iter()
-        .map(|_| exited_event(0, b"ok\n", b""))
-        .collect())
-}
+use super::{Served, prints_ok};
 
 /// A server over `serve` whose runs end when `gate` gives a permit, with
 /// one `/v1/run` already holding python's one turn.

@@ -5,20 +5,9 @@
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use progscore_sandbox::fake::{FakeRequest, exited_event};
-use progscore_sandbox::{InvocationEvent, SandboxError};
 use serde_json::{Value, json};
 
-use super::{Served, post_lines};
-
-/// Every case prints `ok`.
-fn prints_ok(request: &FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> {
-    Ok(request
-        .invocations
-        .iter()
-        .map(|_| exited_event(0, b"ok\n", b""))
-        .collect())
-}
+use super::{Served, post_lines, prints_ok};
 
 fn expectation() -> Value {
     json!({"conditions": [{"program_behaves": {"profile": "python", "cases": [
