@@ -337,7 +337,10 @@ pub fn check(
 /// Why the trace cannot prove that no event matches `pattern`, if it cannot.
 fn absence_unproven(trace: &BehaviourTrace, pattern: &ActionPattern) -> Option<String> {
     if !trace.traces(pattern.kind) {
-        return Some(format!("the trace does not cover {}", pattern.kind));
+        return Some(match trace.uncovered_because(pattern.kind) {
+            Some(why) => format!("the trace does not cover {} ({why})", pattern.kind),
+            None => format!("the trace does not cover {}", pattern.kind),
+        });
     }
     if let Some(why) = &trace.incomplete {
         return Some(format!("the trace is incomplete ({why})"));

@@ -367,6 +367,10 @@ pub struct BehaviourTrace {
     /// exact; an absence that depends on a path is not proven.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paths_unresolved: Option<String>,
+    /// Why a kind the trace was to cover left its coverage (the first
+    /// reason per kind): the call seen that may have done it unseen.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub uncovered: BTreeMap<ActionKind, String>,
 }
 
 impl BehaviourTrace {
@@ -418,9 +422,16 @@ impl BehaviourTrace {
     }
 
     /// Leaves `kind` out of the kinds the trace covers (a call that may do
-    /// it was seen but not decoded): its absence is then unproven.
-    pub fn stop_covering(&mut self, kind: ActionKind) {
+    /// it was seen but not decoded), saying why: its absence is then
+    /// unproven. The first reason per kind stays.
+    pub fn stop_covering(&mut self, kind: ActionKind, reason: impl Into<String>) {
         self.traced_kinds.retain(|traced| *traced != kind);
+        self.uncovered.entry(kind).or_insert_with(|| reason.into());
+    }
+
+    /// Why the trace does not cover `kind`, if it left its coverage.
+    pub fn uncovered_because(&self, kind: ActionKind) -> Option<&str> {
+        self.uncovered.get(&kind).map(String::as_str)
     }
 
     /// Whether the trace covers this kind.

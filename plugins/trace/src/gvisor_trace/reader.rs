@@ -370,7 +370,10 @@ impl Reader {
             SYS_SENDMSG | SYS_SENDMMSG => {
                 // Its destination is in the program's memory, which the
                 // trace does not show: whether it connected is unknown.
-                self.trace.stop_covering(ActionKind::NetConnect);
+                self.trace.stop_covering(
+                    ActionKind::NetConnect,
+                    "a sendmsg or sendmmsg, whose destination gVisor's raw point does not show",
+                );
                 return;
             }
             // Writes onto a path without an open (a new name, a truncated
@@ -400,7 +403,11 @@ impl Reader {
                 // Opens whose points carry no path: what they opened is
                 // unknown (at this runsc, openat2 is not implemented).
                 if exit.errorno != ENOSYS {
-                    self.trace.stop_covering(ActionKind::FsOpen);
+                    self.trace.stop_covering(
+                        ActionKind::FsOpen,
+                        "an openat2 or open_by_handle_at, whose path gVisor's raw point does \
+                         not show",
+                    );
                 }
                 return;
             }

@@ -536,6 +536,7 @@ impl Notifications<'_> {
         } else {
             policy::verdict(data.arch, nr, &data.args)
         };
+        let mut left_to_kernel = None;
         if verdict == Some(Verdict::Continue)
             && !undecodable
             && self.performs_opens
@@ -549,6 +550,7 @@ impl Notifications<'_> {
                 Performed::Answered => return Ok(()),
                 Performed::Kernel(why) => {
                     tracing::debug!(why, "an open left to the kernel");
+                    left_to_kernel = Some(why);
                 }
             }
         }
@@ -634,7 +636,19 @@ impl Notifications<'_> {
                     // Not an event by what the listener read (a read of a
                     // path that is not sensitive, a send naming no one):
                     // the kernel may have read another.
-                    self.trace.stop_covering(kind);
+                    let reason = match left_to_kernel {
+                        Some(why) => format!(
+                            "an open was left to the kernel ({why}), which read its path \
+                             after the listener did"
+                        ),
+                        None if kind == ActionKind::FsOpen => "an open was left to the kernel, \
+                            which read its path after the listener did"
+                            .to_string(),
+                        None => "a sendmsg or sendmmsg, whose destination the kernel read \
+                                 after the listener did"
+                            .to_string(),
+                    };
+                    self.trace.stop_covering(kind, reason);
                 }
             }
         }

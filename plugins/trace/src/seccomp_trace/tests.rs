@@ -365,5 +365,9 @@ async fn opens_are_performed_with_the_programs_credentials() {
         result_of(&denied, FileAccess::Write),
         Some((Some("EACCES".into()), false))
     );
-    assert!(trace.traces(ActionKind::FsOpen));
+    assert!(
+        trace.traces(ActionKind::FsOpen),
+        "{:?}",
+        trace.uncovered_because(ActionKind::FsOpen)
+    );
 }
