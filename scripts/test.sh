@@ -154,20 +154,15 @@ python_package() {
 # The test binaries run in TEST_LANES lanes side by side (1 by default:
 # on this 2-core machine a fresh-clone run with 3 lanes, load average ~25,
 # left loops' timeouts unproven and verl's 20 s reads timed out, each the
-# honest answer of an overloaded machine but not the tests' point), the
-# longest first, each
+# honest answer of an overloaded machine but not the tests' point; the
+# Python package's tests beside the language batch, tried, took 583 s
+# instead of 137), the longest first, each
 # binary's output kept in a log of its own and printed when it ends (whole
 # when it failed). The Python package's tests are one of them. The outage
 # tests stop the engines themselves, so they run alone, after the others.
 # With arguments (a test's name, `-- --ignored`...), one `cargo test` with
 # them, as before.
 TEST_LANES="${TEST_LANES:-1}"
-# Jobs that mostly wait (on containers, on Ray's processes) run in a lane
-# of their own beside the pool from the start: the Python package's pytest
-# used 24 s of CPU in 134 s. What it takes from the pool's CPU-bound jobs
-# is less than its wall time alone; a test that a busy machine would turn
-# wrong is a test's defect (an unproven timeout is undetermined, never wrong).
-BESIDE_JOBS=("python package:python")
 CARGO_TEST=(cargo test --workspace --all-features --locked --no-fail-fast)
 # Longest first (seconds on a fresh clone of the 2-core machine, roughly):
 # the order only decides how evenly the lanes end.
@@ -175,6 +170,7 @@ TEST_JOBS=(
     "e2e (languages, pipes, signals, kills):--test e2e -- languages:: pipes:: signals:: kills::"
     "e2e (the rest):--test e2e -- --skip languages:: --skip pipes:: --skip signals:: --skip kills::"
     "serve:--test serve"
+    "python package:python"
     "conformance:--test conformance"
     "load:--test load"
     "docker engine:--test engine"
@@ -199,7 +195,7 @@ test_job() {
 tests_in_lanes() {
     local logs
     logs="$(mktemp -d)"
-    local -A started=() names=() beside=()
+    local -A started=() names=()
     local status=0 index=0 running=0 pid job name
     report() {
         local pid="$1" code="$2" name="${names[$1]}"
@@ -228,11 +224,7 @@ tests_in_lanes() {
         names[$pid]="$name"
         echo "[test] tests: ${name}: started" >&2
     }
-    for job in "${BESIDE_JOBS[@]}"; do
-        start_job "$job"
-        beside[$pid]=1
-    done
-    while ((index < ${#TEST_JOBS[@]} || ${#names[@]} > 0)); do
+    while ((index < ${#TEST_JOBS[@]} || running > 0)); do
         while ((index < ${#TEST_JOBS[@]} && running < TEST_LANES)); do
             start_job "${TEST_JOBS[$index]}"
             index=$((index + 1))
@@ -241,9 +233,7 @@ tests_in_lanes() {
         # Only this pool's jobs (the lints beside are another's).
         local code=0 done_pid=""
         wait -n -p done_pid "${!names[@]}" || code=$?
-        if [[ -z "${beside[$done_pid]:-}" ]]; then
-            running=$((running - 1))
-        fi
+        running=$((running - 1))
         report "$done_pid" "$code"
         unset "names[$done_pid]"
     done

@@ -796,3 +796,83 @@ fn a_damaged_store_is_reported_once_naming_the_file() {
     assert!(message.contains("PRAGMA integrity_check"), "{message}");
     assert!(message.contains("stopped at batch.jsonl:1"), "{message}");
 }
+
+/// The square program on four cases, one of them expecting a wrong answer,
+/// under a score policy (`null`: none).
+fn square_four_cases(id: &str, policy: serde_json::Value) -> String {
+    let cases: Vec<serde_json::Value> = [("1", "1"), ("2", "4"), ("3", "0"), ("4", "16")]
+        .iter()
+        .map(|(arg, expected)| {
+            serde_json::json!({"invocation": {"args": [arg], "stdin": null},
+                "expected": {"stdout": {"equals": expected}}})
+        })
+        .collect();
+    let mut behaves = serde_json::json!({"profile": "python", "cases": cases});
+    if !policy.is_null() {
+        behaves["score"] = policy;
+    }
+    serde_json::json!({"id": id, "program": "import sys\nprint(int(sys.argv[1]) ** 2)\n",
+        "expectation": {"conditions": [{"program_behaves": behaves}]}})
+    .to_string()
+}
+
+#[test]
+fn score_policies_give_partial_scores_and_a_rescore_with_subtasks_runs_nothing() {
+    let dir = Dir::new();
+    dir.write(
+        "batch.jsonl",
+        square_four_cases("square", serde_json::json!({"policy": "fraction"})) + "\n",
+    );
+    let output = dir.run(&["score", "batch.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let line = &result_lines(&stdout(&output))[0];
+    assert_eq!(line["score"], 0.75, "{line}");
+    assert_eq!(verdict(line), "false", "not full marks: {line}");
+    let summary = stderr(&output);
+    assert!(summary.contains("mean score      0.7500"), "{summary}");
+
+    // IOI's subtasks over the same evidence: nothing runs (no engine is
+    // asked: the rescore works with none), and the points are per group.
+    dir.write(
+        "subtasks.jsonl",
+        square_four_cases(
+            "square",
+            serde_json::json!({"policy": "groups", "groups": [
+                {"name": "small", "cases": [0, 1], "points": 30},
+                {"name": "large", "cases": [2, 3], "points": 70}]}),
+        ) + "\n",
+    );
+    let output = dir.run(&["rescore", "subtasks.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let line = &result_lines(&stdout(&output))[0];
+    assert_eq!(line["score"], 0.3, "{line}");
+    assert_eq!(line["evidence"], "stored", "{line}");
+    assert_eq!(
+        line["groups"],
+        serde_json::json!([
+            {"name": "small", "points": 30.0, "earned": 30.0},
+            {"name": "large", "points": 70.0, "earned": 0.0}]),
+        "{line}"
+    );
+    let report = stderr(&output);
+    assert!(
+        report.contains("square: false (score 0.7500) -> false (score 0.3000)"),
+        "{report}"
+    );
+    // A policy that does not fit is a bad line naming the field.
+    dir.write(
+        "bad.jsonl",
+        square_four_cases(
+            "square",
+            serde_json::json!({"policy": "weighted", "weights": [1]}),
+        ) + "\n",
+    );
+    let output = dir.run(&["rescore", "bad.jsonl"]);
+    let report = stderr(&output);
+    assert!(
+        report.contains(
+            "bad.jsonl:1: field `expectation.conditions[0].program_behaves.score.weights`"
+        ),
+        "{report}"
+    );
+}

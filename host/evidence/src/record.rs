@@ -168,16 +168,34 @@ pub struct ScoreRecord {
     pub cases: serde_json::Value,
     /// The observations used, in order.
     pub observation_ids: Vec<String>,
+    /// The item's score in [0, 1] under its expectation's policy, when
+    /// decided (none in rows written before scores were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// Per group, under the `groups` policy (JSON array).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_groups: Option<serde_json::Value>,
 }
 
 impl ScoreRecord {
     pub(crate) fn check_consistent(&self) -> Result<(), String> {
         match (self.status, self.value) {
-            (ScoreStatus::Complete, Some(_)) | (ScoreStatus::Undetermined, None) => Ok(()),
+            (ScoreStatus::Complete, Some(_)) | (ScoreStatus::Undetermined, None) => {
+                Ok::<(), String>(())
+            }
             (ScoreStatus::Complete, None) => Err("a complete score needs a value".into()),
             (ScoreStatus::Undetermined, Some(_)) => {
                 Err("an undetermined score must not have a value".into())
             }
+        }?;
+        match self.score {
+            Some(score) if !(0.0..=1.0).contains(&score) => {
+                Err(format!("a score is in [0, 1], not {score}"))
+            }
+            Some(_) if self.status == ScoreStatus::Undetermined => {
+                Err("an undetermined score must not have a number".into())
+            }
+            _ => Ok(()),
         }
     }
 }

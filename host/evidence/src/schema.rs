@@ -165,6 +165,13 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE submissions ADD COLUMN owner_lock TEXT;
     "#,
+    // 8: an item's score in [0, 1] under its expectation's score policy,
+    // and its groups' points (JSON). NULL: written before scores were kept
+    // (its value says all it decided) or undetermined.
+    r#"
+    ALTER TABLE scores ADD COLUMN score REAL CHECK (score IS NULL OR (score >= 0 AND score <= 1));
+    ALTER TABLE scores ADD COLUMN score_groups TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -50,6 +50,8 @@ fn score(item: Option<&str>, observation_ids: &[&str], value: Option<bool>) -> S
         reason: value.is_none().then(|| "why".to_string()),
         cases: serde_json::json!([]),
         observation_ids: observation_ids.iter().map(|s| s.to_string()).collect(),
+        score: None,
+        score_groups: None,
     }
 }
 

@@ -101,6 +101,7 @@
       cell.appendChild(link);
       row.appendChild(cell);
       row.appendChild(el('td', 'v-' + item.verdict, item.verdict));
+      row.appendChild(el('td', 'number', item.score == null ? '-' : item.score.toFixed(4)));
       row.appendChild(el('td', null, item.profile));
       row.appendChild(el('td', null, reasonOf(item)));
       row.appendChild(el('td', 'number', ms(item.duration_ms)));
@@ -205,8 +206,14 @@
       panel.appendChild(el('p', 'changed', 'Changed: ' + item.before + ' \u2192 ' + item.verdict));
     }
     item.notes.forEach(function (note) { panel.appendChild(el('p', 'note', note)); });
+    if (item.groups && item.groups.length > 0) {
+      table(panel, 'groups', item.groups.map(function (group) {
+        return [group.name, (group.earned == null ? 'undetermined' : group.earned) + ' of ' + group.points + ' point(s)'];
+      }));
+    }
     table(panel, 'facts', [
       ['profile', item.profile],
+      ['score', item.score == null ? '-' : item.score.toFixed(4)],
       ['score id', item.score_id == null ? '-' : item.score_id],
       ['evidence', item.evidence || '-'],
       ['observation ids', item.observation_ids.join(', ') || '-'],

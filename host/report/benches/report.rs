@@ -156,6 +156,8 @@ fn fill(store: &EvidenceStore, count: usize) -> Vec<serde_json::Value> {
                 reason: None,
                 cases: serde_json::Value::Array(case_reports.clone()),
                 observation_ids: vec![observation_id.clone()],
+                score: None,
+                score_groups: None,
             };
             let (score_id, _) = store
                 .record_observation_with_score(Some(program.as_bytes()), &observation, &score)

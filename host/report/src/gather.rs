@@ -89,6 +89,9 @@ struct Line {
     evidence: Option<String>,
     score_id: Option<i64>,
     previous: Option<String>,
+    score: Option<f64>,
+    #[serde(default)]
+    groups: Vec<serde_json::Value>,
 }
 
 fn verdict(status: &str, value: Option<bool>) -> &'static str {
@@ -237,6 +240,8 @@ pub fn gather(
                 .or_else(|| observation.as_ref().map(|o| o.profile.clone()))
                 .unwrap_or_else(|| "?".into()),
             rationale: line.rationale.clone(),
+            score: line.score,
+            groups: line.groups.clone(),
             reason: line.reason.clone(),
             reason_kind: line.reason_kind.clone(),
             score_id: line.score_id,

@@ -62,6 +62,12 @@ pub struct Item {
     pub profile: String,
     /// The stable human sentence.
     pub rationale: String,
+    /// The item's score in [0, 1] under its policy, when decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// Per group under the `groups` policy (`name`, `points`, `earned`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<serde_json::Value>,
     /// Why it is undetermined (or the failing clause).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -43,6 +43,8 @@ fn store_item(store: &EvidenceStore, item: &str, program: &str, stdout: &str) ->
         reason: None,
         cases: json!([]),
         observation_ids: vec![id.clone()],
+        score: None,
+        score_groups: None,
     };
     let (score_id, _) = store
         .record_observation_with_score(Some(program.as_bytes()), &observation, &record)

@@ -128,6 +128,8 @@ fn replay_throughput(comparators: Arc<dyn OutputComparator>) {
             reason: None,
             cases: serde_json::json!([]),
             observation_ids: vec![observation.id.clone()],
+            score: None,
+            score_groups: None,
         };
         store
             .record_observation_with_score(Some(&program), &observation, &record)

@@ -668,6 +668,8 @@ mod tests {
             rationale: String::new(),
             reason: None,
             reason_kind: None,
+            score: Some(if value { 1.0 } else { 0.0 }),
+            groups: Vec::new(),
             observation_ids: Vec::new(),
             cases: Vec::new(),
             profile,

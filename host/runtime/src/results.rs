@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use progscore_scoring::evidence::ScoreStatus;
-use progscore_scoring::{ReasonKind, Score};
+use progscore_scoring::{Condition, ReasonKind, Score};
 
 /// `true`, `false` or `undetermined`.
 pub fn verdict_word(status: ScoreStatus, value: Option<bool>) -> String {
@@ -15,6 +15,18 @@ pub fn verdict_word(status: ScoreStatus, value: Option<bool>) -> String {
         (ScoreStatus::Complete, Some(true)) => "true".into(),
         (ScoreStatus::Complete, Some(false)) => "false".into(),
         _ => "undetermined".into(),
+    }
+}
+
+/// The verdict's word, with its score when the score says more than the
+/// word (a partial score): `false (score 0.7500)`.
+pub fn verdict_and_score(status: ScoreStatus, value: Option<bool>, score: Option<f64>) -> String {
+    let word = verdict_word(status, value);
+    match (score, value) {
+        (Some(score), Some(value)) if score != if value { 1.0 } else { 0.0 } => {
+            format!("{word} (score {score:.4})")
+        }
+        _ => word,
     }
 }
 
@@ -36,6 +48,12 @@ pub fn result_line(score: &Score, rescore: Option<(bool, Option<String>)>) -> se
     }
     if let Some(kind) = score.reason_kind {
         line["reason_kind"] = serde_json::to_value(kind).unwrap_or_default();
+    }
+    if let Some(number) = score.score {
+        line["score"] = serde_json::json!(number);
+    }
+    if !score.groups.is_empty() {
+        line["groups"] = serde_json::to_value(&score.groups).unwrap_or_default();
     }
     if let Some((changed, previous)) = rescore {
         line["changed"] = serde_json::Value::Bool(changed);
@@ -61,6 +79,11 @@ pub struct Summary {
     pub not_scored: usize,
     /// Undetermined verdicts by kind: how many, and the first reason seen.
     pub reasons: BTreeMap<ReasonKind, (usize, String)>,
+    /// The decided items' scores summed (their mean is the batch's score).
+    pub score_sum: f64,
+    /// Items scored under a policy other than `all_pass`: the summary then
+    /// shows the mean score.
+    pub policy_scored: usize,
 }
 
 /// How far a batch has come: what a progress display shows.
@@ -89,6 +112,16 @@ impl Summary {
 
     /// Counts a score's verdict.
     pub fn add(&mut self, score: &Score) {
+        if let Some(number) = score.score {
+            self.score_sum += number;
+        }
+        let by_policy = score.expectation.conditions.iter().any(|condition| {
+            let Condition::ProgramBehaves(behaves) = condition;
+            behaves.score.as_ref().is_some_and(|p| !p.is_all_pass())
+        });
+        if by_policy {
+            self.policy_scored += 1;
+        }
         match score.value {
             Some(true) => self.trues += 1,
             Some(false) => self.falses += 1,
@@ -123,6 +156,17 @@ impl Summary {
         let _ = writeln!(out, "  {:<14} {:>7}", "true", self.trues);
         let _ = writeln!(out, "  {:<14} {:>7}", "false", self.falses);
         let _ = writeln!(out, "  {:<14} {:>7}", "undetermined", self.undetermined);
+        let decided = self.trues + self.falses;
+        if self.policy_scored > 0 && decided > 0 {
+            // Partial scores: their mean over the decided items says more
+            // than the count of full marks.
+            let _ = writeln!(
+                out,
+                "  {:<14} {:>7.4}",
+                "mean score",
+                self.score_sum / decided as f64
+            );
+        }
         if self.errors > 0 {
             let _ = writeln!(out, "  {:<14} {:>7}", "errors", self.errors);
         }

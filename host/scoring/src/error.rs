@@ -115,6 +115,9 @@ pub enum ExpectationError {
         /// program's own `behaviour`.
         case: Option<usize>,
     },
+    /// The score policy does not fit the item's cases.
+    #[error("score.{0}")]
+    ScorePolicy(String),
     /// An invocation cannot be delivered to a program as given.
     #[error("case {case} invocation `{field}` {message}")]
     Invocation {
@@ -179,6 +182,11 @@ impl ExpectationError {
             ExpectationError::Untraced {
                 case: Some(case), ..
             } => format!("{behaves}.cases[{case}].expected.behaviour"),
+            ExpectationError::ScorePolicy(what) => {
+                // The policy's own field: what is wrong starts with it.
+                let field = what.split(':').next().unwrap_or_default();
+                format!("{behaves}.score.{field}")
+            }
             ExpectationError::Files(invalid) => match invalid.path() {
                 Some(path) => format!("{behaves}.files.{path}"),
                 None => format!("{behaves}.files"),

@@ -4,6 +4,7 @@ use progscore_sandbox::{Invocation, PartialLimitsSpec, ProgramFiles, canonical_j
 use serde::de::Error as _;
 
 use crate::behaviour::BehaviourCondition;
+use crate::score_policy::ScorePolicy;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Everything a score checks. Today exactly one condition, a
@@ -50,6 +51,11 @@ pub struct ProgramBehaves {
     /// `expected.behaviour` adds to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub behaviour: Option<BehaviourCondition>,
+    /// How the item's score comes from its cases' (`all_pass` when absent:
+    /// the boolean verdict as 1 or 0). Part of the expectation, not of the
+    /// attempt: another policy rescores the same evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<ScorePolicy>,
     /// The cases, in order; each is one invocation.
     pub cases: Vec<ProgramCase>,
 }
@@ -195,6 +201,7 @@ impl ScoringExpectation {
                 compile_limits: None,
                 files: ProgramFiles::default(),
                 behaviour: None,
+                score: None,
                 cases,
             })],
         }

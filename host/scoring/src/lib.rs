@@ -48,6 +48,7 @@ mod error;
 mod expectation;
 mod replayer;
 mod request;
+mod score_policy;
 mod scorer;
 mod source;
 mod store_call;
@@ -68,6 +69,7 @@ pub use request::{
     ObservationRef, ProgramInput, ReplayRequest, Rescore, RescoreRequest, Score, ScoreRequest,
     Scored,
 };
+pub use score_policy::{Aggregate, GroupScore, PolicyScore, ScoreGroup, ScorePolicy};
 pub use scorer::ProgramExecutionScorer;
 pub use source::{DEFAULT_LEASE_TTL, Evidence, EvidenceUse, ProgramExecutionSource};
 pub use store_call::store_call;

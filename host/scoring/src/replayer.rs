@@ -19,6 +19,7 @@ use crate::comparator::OutputComparator;
 use crate::error::{ExpectationError, ReplayRefusal, ScoringError};
 use crate::expectation::{Condition, ProgramBehaves, ScoringExpectation};
 use crate::request::{ObservationRef, ProgramInput, ReplayRequest, Rescore, RescoreRequest, Score};
+use crate::score_policy::GroupScore;
 use crate::source::{EvidenceUse, check_belongs};
 use crate::verdict::{CaseReport, ReasonKind, Verdict, evaluate, no_evidence};
 
@@ -38,6 +39,7 @@ pub(crate) struct Draft {
     pub(crate) record: ScoreRecord,
     cases: Vec<CaseReport>,
     reason_kind: Option<ReasonKind>,
+    groups: Vec<GroupScore>,
     expectation: ScoringExpectation,
 }
 
@@ -52,6 +54,8 @@ impl Draft {
             rationale: record.rationale,
             reason: record.reason,
             reason_kind: self.reason_kind,
+            score: record.score,
+            groups: self.groups,
             observation_ids: record.observation_ids,
             cases: self.cases,
             profile: record.profile,
@@ -325,6 +329,11 @@ impl Replayer {
         if behaves.cases.is_empty() {
             return Err(ExpectationError::NoCases);
         }
+        if let Some(policy) = &behaves.score {
+            policy
+                .validate(behaves.cases.len())
+                .map_err(ExpectationError::ScorePolicy)?;
+        }
         for (case, program_case) in behaves.cases.iter().enumerate() {
             let value = program_case.expected.exit_code;
             if !crate::expectation::EXIT_CODES.contains(&value) {
@@ -509,11 +518,18 @@ impl Replayer {
             reason: verdict.reason,
             cases: serde_json::to_value(&verdict.cases)?,
             observation_ids: observation.map(|o| vec![o.id.clone()]).unwrap_or_default(),
+            score: verdict.score,
+            score_groups: if verdict.groups.is_empty() {
+                None
+            } else {
+                Some(serde_json::to_value(&verdict.groups)?)
+            },
         };
         Ok(Draft {
             record,
             cases: verdict.cases,
             reason_kind: verdict.reason_kind,
+            groups: verdict.groups,
             expectation: expectation.clone(),
         })
     }
@@ -523,6 +539,7 @@ fn finish_rescore(draft: Draft, previous: Option<StoredScore>, score_id: i64) ->
     let score = draft.into_score(score_id, EvidenceUse::Stored);
     let changed = previous.as_ref().is_some_and(|previous| {
         (previous.record.status, previous.record.value) != (score.status, score.value)
+            || (previous.record.score.is_some() && previous.record.score != score.score)
     });
     Rescore {
         score,

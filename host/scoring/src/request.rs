@@ -6,6 +6,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::expectation::ScoringExpectation;
+use crate::score_policy::GroupScore;
 use crate::source::EvidenceUse;
 use crate::verdict::{CaseReport, ReasonKind};
 
@@ -125,6 +126,11 @@ pub struct Score {
     pub reason: Option<String>,
     /// The kind of that reason, for grouping (none when complete).
     pub reason_kind: Option<ReasonKind>,
+    /// The item's score in [0, 1] under the expectation's policy, when
+    /// decided (`all_pass`: 1 or 0 with the value).
+    pub score: Option<f64>,
+    /// Per group, under the `groups` policy.
+    pub groups: Vec<GroupScore>,
     /// The observations used.
     pub observation_ids: Vec<String>,
     /// One report per case.

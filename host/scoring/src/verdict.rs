@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::behaviour::{self, BehaviourCondition, BehaviourFinding, BehaviourSummary};
 use crate::comparator::{ComparatorVerdict, OutputComparator};
 use crate::expectation::{ProgramBehaves, ProgramCase, TextCondition};
+use crate::score_policy::{GroupScore, ScorePolicy};
 
 /// The verdict on a set of cases.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +29,11 @@ pub struct Verdict {
     pub reason: Option<String>,
     /// For an undetermined verdict, the kind of reason (for grouping).
     pub reason_kind: Option<ReasonKind>,
+    /// The item's score in [0, 1] under its policy, when decided (`all_pass`:
+    /// 1 or 0 with the value).
+    pub score: Option<f64>,
+    /// Per group, under the `groups` policy.
+    pub groups: Vec<GroupScore>,
     /// One report per case.
     pub cases: Vec<CaseReport>,
 }
@@ -114,6 +120,8 @@ pub fn evaluate(
     let mut reports = Vec::with_capacity(cases.len());
     let mut first_failure = None;
     let mut first_undetermined = None;
+    // Each case's score: 1 passed, 0 failed, none undetermined.
+    let mut case_scores: Vec<Option<f64>> = Vec::with_capacity(cases.len());
     for (index, case) in cases.iter().enumerate() {
         let Some(event) = events.get(index) else {
             let clause = format!("case {index} was not run: no event was recorded for it");
@@ -128,6 +136,7 @@ pub fn evaluate(
                 behaviour: None,
             });
             first_undetermined.get_or_insert((ReasonKind::NotRun, clause));
+            case_scores.push(None);
             continue;
         };
         let program_behaviour = behaves.behaviour.as_ref();
@@ -147,6 +156,7 @@ pub fn evaluate(
                     (None, Some(clause))
                 }
             };
+        case_scores.push(matched.map(|passed| if passed { 1.0 } else { 0.0 }));
         let usage = event.usage.as_ref();
         reports.push(CaseReport {
             outcome: event.outcome.kind().to_string(),
@@ -162,10 +172,26 @@ pub fn evaluate(
             behaviour: event.behaviour.as_ref().map(BehaviourSummary::of),
         });
     }
+    let policy = behaves
+        .score
+        .as_ref()
+        .filter(|policy| !policy.is_all_pass());
+    if let Some(policy) = policy {
+        return scored_by_policy(
+            profile,
+            policy,
+            &case_scores,
+            first_failure,
+            first_undetermined,
+            reports,
+        );
+    }
     if let Some(clause) = first_failure {
         return Verdict {
             status: ScoreStatus::Complete,
             value: Some(false),
+            score: Some(0.0),
+            groups: Vec::new(),
             rationale: format!(
                 "The program did not produce the expected result under {profile}: {clause}."
             ),
@@ -181,12 +207,16 @@ pub fn evaluate(
             rationale: format!("The result under {profile} is undetermined: {clause}."),
             reason: Some(clause),
             reason_kind: Some(kind),
+            score: None,
+            groups: Vec::new(),
             cases: reports,
         };
     }
     Verdict {
         status: ScoreStatus::Complete,
         value: Some(true),
+        score: Some(1.0),
+        groups: Vec::new(),
         rationale: format!(
             "All {} case(s) produced the expected result under {profile}.",
             cases.len()
@@ -206,6 +236,8 @@ pub fn no_evidence(profile: &str, cases: usize) -> Verdict {
         rationale: format!("The result under {profile} is undetermined: {clause}."),
         reason: Some(clause.clone()),
         reason_kind: Some(ReasonKind::NoEvidence),
+        score: None,
+        groups: Vec::new(),
         cases: (0..cases)
             .map(|_| CaseReport {
                 outcome: "not_run".into(),
@@ -218,6 +250,64 @@ pub fn no_evidence(profile: &str, cases: usize) -> Verdict {
                 behaviour: None,
             })
             .collect(),
+    }
+}
+
+/// The verdict under a policy other than `all_pass`: complete exactly when
+/// the policy decides the score (`true` at full marks), else undetermined
+/// by the first case that kept it from deciding.
+fn scored_by_policy(
+    profile: &str,
+    policy: &ScorePolicy,
+    case_scores: &[Option<f64>],
+    first_failure: Option<String>,
+    first_undetermined: Option<(ReasonKind, String)>,
+    cases: Vec<CaseReport>,
+) -> Verdict {
+    let scored = policy.score(case_scores);
+    let name = match policy {
+        ScorePolicy::AllPass => "all_pass",
+        ScorePolicy::Fraction => "fraction",
+        ScorePolicy::Weighted { .. } => "weighted",
+        ScorePolicy::Groups { .. } => "groups",
+    };
+    let passed = case_scores.iter().filter(|s| **s == Some(1.0)).count();
+    match scored.score {
+        Some(score) => {
+            let failure = first_failure
+                .map(|clause| format!("; first failure: {clause}"))
+                .unwrap_or_default();
+            Verdict {
+                status: ScoreStatus::Complete,
+                value: Some(score >= 1.0),
+                rationale: format!(
+                    "The program scored {score:.4} under {profile} ({name}): {passed} of {} \
+                     case(s) passed{failure}.",
+                    case_scores.len()
+                ),
+                reason: None,
+                reason_kind: None,
+                score: Some(score),
+                groups: scored.groups,
+                cases,
+            }
+        }
+        None => {
+            let (kind, clause) = first_undetermined.unwrap_or((
+                ReasonKind::NotRun,
+                "a case the score needs was not decided".to_string(),
+            ));
+            Verdict {
+                status: ScoreStatus::Undetermined,
+                value: None,
+                rationale: format!("The score under {profile} ({name}) is undetermined: {clause}."),
+                reason: Some(clause),
+                reason_kind: Some(kind),
+                score: None,
+                groups: scored.groups,
+                cases,
+            }
+        }
     }
 }
 

@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-pub(super) use progscore_runtime::results::{Counts, Summary, result_line, verdict_word};
+pub(super) use progscore_runtime::results::{
+    Counts, Summary, result_line, verdict_and_score, verdict_word,
+};
 
 /// Where result lines go.
 pub(super) struct Output {

@@ -18,7 +18,7 @@ use progscore_scoring::evidence::StoreError;
 use tokio_util::sync::CancellationToken;
 
 use super::Terminations;
-use super::output::{Output, Progress, Summary, result_line, verdict_word};
+use super::output::{Output, Progress, Summary, result_line, verdict_and_score, verdict_word};
 
 /// Rescored items written per transaction.
 const RESCORE_CHUNK: usize = 1000;
@@ -275,11 +275,18 @@ pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
                         Some((rescore.changed, previous.clone())),
                     ))?;
                     if rescore.changed {
+                        let before = rescore.previous.as_ref().map(|p| {
+                            verdict_and_score(p.record.status, p.record.value, p.record.score)
+                        });
                         changed.push(format!(
                             "{}: {} -> {}",
                             item.id,
-                            previous.unwrap_or_else(|| "none".into()),
-                            verdict_word(rescore.score.status, rescore.score.value)
+                            before.unwrap_or_else(|| "none".into()),
+                            verdict_and_score(
+                                rescore.score.status,
+                                rescore.score.value,
+                                rescore.score.score
+                            )
                         ));
                     }
                     summary.add(&rescore.score);

@@ -112,6 +112,11 @@ pub(super) fn insert_score_at(
         .map_err(StoreError::InvalidRecord)?;
     let expectation = canonical_json(&score.expectation)?;
     let cases = canonical_json(&score.cases)?;
+    let score_groups = score
+        .score_groups
+        .as_ref()
+        .map(canonical_json)
+        .transpose()?;
     for id in &score.observation_ids {
         let exists: bool = conn
             .prepare_cached("SELECT EXISTS (SELECT 1 FROM observations WHERE id = ?1)")
@@ -123,8 +128,9 @@ pub(super) fn insert_score_at(
     }
     conn.prepare_cached(
         "INSERT INTO scores (item_id, origin, program_sha256, profile, expectation,
-             expectation_sha256, status, value, rationale, reason, cases, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             expectation_sha256, status, value, rationale, reason, cases, created_at, score,
+             score_groups)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )
     .and_then(|mut statement| {
         statement.execute(params![
@@ -140,6 +146,8 @@ pub(super) fn insert_score_at(
             score.reason,
             cases,
             created_at,
+            score.score,
+            score_groups,
         ])
     })
     .map_err(StoreError::sqlite("storing a score"))?;
@@ -160,7 +168,7 @@ pub(super) fn insert_score_at(
 pub(super) const SCORE_SELECT: &str =
     "SELECT s.id, s.item_id, s.origin, s.program_sha256, s.profile,
         s.expectation, s.expectation_sha256, s.status, s.value, s.rationale, s.reason, s.cases,
-        s.created_at
+        s.created_at, s.score, s.score_groups
     FROM scores s";
 
 /// A score row before its JSON columns are decoded.
@@ -178,6 +186,8 @@ pub(super) struct RawScore {
     reason: Option<String>,
     cases: String,
     created_at: String,
+    score: Option<f64>,
+    score_groups: Option<String>,
 }
 
 impl RawScore {
@@ -196,6 +206,8 @@ impl RawScore {
             reason: row.get(10)?,
             cases: row.get(11)?,
             created_at: row.get(12)?,
+            score: row.get(13)?,
+            score_groups: row.get(14)?,
         })
     }
 
@@ -220,6 +232,12 @@ impl RawScore {
             .map_err(|e| corrupt(format!("expectation: {e}")))?;
         let cases =
             serde_json::from_str(&self.cases).map_err(|e| corrupt(format!("cases: {e}")))?;
+        let score_groups = self
+            .score_groups
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|e| corrupt(format!("score_groups: {e}")))?;
         let mut statement = conn
             .prepare_cached(
                 "SELECT observation_id FROM score_observations WHERE score_id = ?1
@@ -247,6 +265,8 @@ impl RawScore {
                 reason: self.reason,
                 cases,
                 observation_ids,
+                score: self.score,
+                score_groups,
             },
         })
     }

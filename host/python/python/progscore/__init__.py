@@ -629,6 +629,11 @@ class Score:
     reason: Optional[str] = None
     reason_kind: Optional[str] = None
     evidence: Optional[str] = None
+    score: Optional[float] = None
+    """The item's score in [0, 1] under its expectation's score policy
+    (``all_pass``: 1 or 0 with the value), ``None`` while undetermined."""
+    groups: Sequence[Mapping[str, JsonValue]] = ()
+    """Per group under the ``groups`` policy: ``name``, ``points``, ``earned``."""
 
     def get_value(self) -> Optional[bool]:
         """The verdict: ``True``, ``False``, or ``None`` when undetermined."""
@@ -647,6 +652,8 @@ class Score:
             reason=value.get("reason"),
             reason_kind=value.get("reason_kind"),
             evidence=value.get("evidence"),
+            score=value.get("score"),
+            groups=tuple(value.get("groups", ())),
         )
 
 

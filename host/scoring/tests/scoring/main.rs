@@ -9,6 +9,7 @@ mod faults;
 mod files;
 mod leases;
 mod limits;
+mod policies;
 mod provenance;
 mod replay;
 mod rescore;

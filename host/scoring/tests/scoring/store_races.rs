@@ -46,6 +46,8 @@ async fn a_conflicting_observation_stored_meanwhile_stands_and_is_used() {
             reason: None,
             cases: serde_json::json!([]),
             observation_ids: vec![planted.id.clone()],
+            score: None,
+            score_groups: None,
         };
         other_process
             .record_observation_with_score(None, &planted, &record)
