@@ -11,63 +11,27 @@
 //! an [`ItemScoring`]'s: the session's scorer for the CLI and the Python
 //! package, the server's queues for `/v1/batches`.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+mod item_scoring;
+mod prepared;
+mod survey;
+mod tally;
+
+pub use item_scoring::{ItemCheck, ItemRefusal, ItemScoring, ReplayItems, ScorerItems};
+pub use prepared::{PreparedBatch, prepare};
+pub use survey::{Survey, survey};
+pub use tally::{ItemEvent, ItemFailure, Stop, StoreFault};
+
+use std::collections::BTreeSet;
 
 use futures_util::{Stream, StreamExt};
-use progscore_sandbox::{BoxFuture, SandboxError};
-use progscore_scoring::evidence::StoreError;
-use progscore_scoring::{
-    ProgramExecutionScorer, ProgramInput, Replayer, Score, ScoreRequest, ScoringError,
-};
+use progscore_sandbox::SandboxError;
+use progscore_scoring::{Score, ScoringError};
 use tokio_util::sync::CancellationToken;
 
-use crate::batch::{Batch, BatchItem, BatchLineError, BatchReadError, BatchSource};
+use self::tally::Tally;
+use crate::batch::{BatchLineError, BatchSource};
 use crate::policy::BatchEnd;
 use crate::results::{Counts, Summary};
-
-/// A batch's items checked as scoring would check them, and its refused lines.
-#[derive(Debug, Default)]
-pub struct PreparedBatch {
-    /// Items to score, their language names made their profiles' own names.
-    pub items: Vec<BatchItem>,
-    /// Lines that could not be read or whose expectation is refused, in file order.
-    pub bad_lines: Vec<BatchLineError>,
-}
-
-/// Checks every item of `batch` (read from `file`): a language name becomes
-/// its profile's own name, so that the preflight and the summary name
-/// profiles; an expectation the scorer refuses becomes a bad line naming its
-/// field. Without a scorer (offline: rescore) the rescore itself validates.
-pub fn prepare(
-    batch: Batch,
-    file: &str,
-    replayer: &Replayer,
-    scorer: Option<&ProgramExecutionScorer>,
-) -> PreparedBatch {
-    let Batch {
-        items,
-        errors: mut bad_lines,
-    } = batch;
-    let mut good = Vec::with_capacity(items.len());
-    for mut item in items {
-        item.expectation = replayer.canonical(item.expectation);
-        match scorer.map_or(Ok(()), |scorer| scorer.validate(&item.expectation)) {
-            Ok(()) => good.push(item),
-            Err(err) => bad_lines.push(BatchLineError {
-                file: file.to_string(),
-                line: item.line,
-                id: Some(item.id.clone()),
-                field: Some(format!("expectation.{}", err.field_path())),
-                message: err.to_string(),
-            }),
-        }
-    }
-    bad_lines.sort_by_key(|e| e.line);
-    PreparedBatch {
-        items: good,
-        bad_lines,
-    }
-}
 
 /// A profile the sandbox cannot run here, and how many items it kept from running.
 #[derive(Debug)]
@@ -79,368 +43,6 @@ pub struct RefusedProfile {
     /// Its items, none of them scored (nothing of them is stored).
     pub items: usize,
 }
-
-/// Why an item has no score.
-#[derive(Debug)]
-pub enum ItemFailure {
-    /// The scorer's error.
-    Scoring(ScoringError),
-    /// The service scoring it declined to run it now (its queue full, the
-    /// sandbox refused it for a reason it does not tell): nothing is known
-    /// of the program, nothing was stored, and the batch goes on.
-    NotRun(String),
-    /// The evidence store of the service scoring it failed, as the service
-    /// tells it: the batch stops.
-    StoreFailed(String),
-}
-
-impl From<ScoringError> for ItemFailure {
-    fn from(error: ScoringError) -> ItemFailure {
-        ItemFailure::Scoring(error)
-    }
-}
-
-/// A failed evidence store, as the batch's scoring knows it.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreFault {
-    /// This process's store.
-    #[error(transparent)]
-    Store(StoreError),
-    /// A service's store, as it tells it.
-    #[error("{0}")]
-    Told(String),
-}
-
-/// One item's result as the batch counts it.
-#[derive(Debug)]
-pub enum ItemEvent {
-    /// A verdict: the face writes its result line.
-    Scored(Box<Score>),
-    /// Cancelled before its end (a signal, or the batch stopped).
-    Cancelled {
-        /// The item.
-        id: String,
-    },
-    /// The sandbox refused this item; nothing of it is stored.
-    NotScored {
-        /// The item.
-        id: String,
-        /// Why.
-        error: SandboxError,
-    },
-    /// The service scoring it declined to run it (a busy queue): nothing of
-    /// it is stored.
-    NotRun {
-        /// The item.
-        id: String,
-        /// Why.
-        reason: String,
-    },
-    /// The engine stopped answering: said once, and the batch stops (no
-    /// further item is burned against a dead engine).
-    EngineGone {
-        /// The item.
-        id: String,
-        /// Why.
-        error: SandboxError,
-    },
-    /// The evidence store failed: said once (it is the same for every
-    /// item), and the batch stops.
-    StoreFailed {
-        /// The item.
-        id: String,
-        /// Why.
-        fault: StoreFault,
-    },
-    /// Another item hit the fault the batch already stopped for.
-    AlreadySaid {
-        /// The item.
-        id: String,
-    },
-    /// The item failed without a verdict.
-    Failed {
-        /// The item.
-        id: String,
-        /// Why.
-        error: ScoringError,
-    },
-}
-
-/// Why a batch stopped before its end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
-    StoreFailed,
-    EngineGone,
-}
-
-/// Counts a batch's results and stops it (through its cancel token) when
-/// the store or the engine fails.
-#[derive(Debug)]
-struct Tally {
-    /// What the batch came to so far.
-    summary: Summary,
-    stop: Option<Stop>,
-    cancel: CancellationToken,
-}
-
-impl Tally {
-    /// A tally for a batch whose `not_scored` items were refused before it
-    /// ran; `cancel` is the batch's token.
-    fn new(not_scored: usize, cancel: &CancellationToken) -> Tally {
-        Tally {
-            summary: Summary {
-                not_scored,
-                ..Summary::default()
-            },
-            stop: None,
-            cancel: cancel.clone(),
-        }
-    }
-
-    /// Counts one item's result and says what the face should show.
-    fn record(&mut self, id: String, result: Result<Score, ItemFailure>) -> ItemEvent {
-        match result {
-            Ok(score) => {
-                self.summary.add(&score);
-                ItemEvent::Scored(Box::new(score))
-            }
-            Err(ItemFailure::Scoring(ScoringError::Cancelled)) => {
-                self.summary.cancelled += 1;
-                ItemEvent::Cancelled { id }
-            }
-            Err(ItemFailure::Scoring(ScoringError::Store(err))) if err.is_store_fault() => {
-                self.summary.errors += 1;
-                let fault = StoreFault::Store(err);
-                self.stop_once(Stop::StoreFailed, ItemEvent::StoreFailed { id, fault })
-            }
-            Err(ItemFailure::NotRun(reason)) => {
-                self.summary.not_scored += 1;
-                ItemEvent::NotRun { id, reason }
-            }
-            Err(ItemFailure::StoreFailed(told)) => {
-                self.summary.errors += 1;
-                let fault = StoreFault::Told(told);
-                self.stop_once(Stop::StoreFailed, ItemEvent::StoreFailed { id, fault })
-            }
-            Err(ItemFailure::Scoring(ScoringError::Refused(error))) => {
-                self.summary.not_scored += 1;
-                if matches!(error, SandboxError::EngineUnavailable { .. }) {
-                    self.stop_once(Stop::EngineGone, ItemEvent::EngineGone { id, error })
-                } else {
-                    ItemEvent::NotScored { id, error }
-                }
-            }
-            Err(ItemFailure::Scoring(error)) => {
-                self.summary.errors += 1;
-                ItemEvent::Failed { id, error }
-            }
-        }
-    }
-
-    /// The first fault of its kind stops the batch and is said; later
-    /// ones are counted only.
-    fn stop_once(&mut self, stop: Stop, event: ItemEvent) -> ItemEvent {
-        if self.stop.is_some_and(|known| known == stop) {
-            let id = match event {
-                ItemEvent::EngineGone { id, .. } | ItemEvent::StoreFailed { id, .. } => id,
-                _ => String::new(),
-            };
-            return ItemEvent::AlreadySaid { id };
-        }
-        if self.stop.is_none() {
-            self.stop = Some(stop);
-            self.cancel.cancel();
-        }
-        event
-    }
-}
-
-/// An item refused before anything ran: the field at fault and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ItemRefusal {
-    /// The field's path in the batch line (`expectation.conditions[0]...`).
-    pub field: Option<String>,
-    /// What is wrong.
-    pub message: String,
-}
-
-/// How a batch's items are checked before anything runs.
-pub trait ItemCheck: Send + Sync {
-    /// The item as it will be scored (language names made profile names),
-    /// or why it cannot be: checked before anything of the batch runs.
-    fn check(&self, item: BatchItem) -> Result<BatchItem, ItemRefusal>;
-}
-
-/// Items re-graded from stored evidence: language names made profile
-/// names; the rescore checks the rest itself.
-pub struct ReplayItems<'a>(pub &'a Replayer);
-
-impl ItemCheck for ReplayItems<'_> {
-    fn check(&self, mut item: BatchItem) -> Result<BatchItem, ItemRefusal> {
-        item.expectation = self.0.canonical(item.expectation);
-        Ok(item)
-    }
-}
-
-/// How a face has a batch's items scored: the session's scorer
-/// ([`ScorerItems`]), or a face's own path to it (the server's queues).
-pub trait ItemScoring: ItemCheck {
-    /// Whether `profile` can run here; checked for every profile of the
-    /// batch before anything runs.
-    fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<(), SandboxError>>;
-
-    /// Scores one checked item.
-    fn score(
-        &self,
-        item: BatchItem,
-        fresh: bool,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'_, Result<Score, ItemFailure>>;
-
-    /// Programs in flight when the caller does not say, asked once the
-    /// preflight is done (configured engines say then what they take).
-    fn default_jobs(&self) -> usize;
-}
-
-/// The session's scorer as a batch's [`ItemScoring`]: what `progscore
-/// score`, the Python package and Ray's driver run.
-pub struct ScorerItems<'a> {
-    /// The scorer.
-    pub scorer: &'a ProgramExecutionScorer,
-    /// The configured backends, whose engines say how many programs they
-    /// take once their preflight reached them.
-    pub backends: Option<std::sync::Arc<crate::backends::Backends>>,
-}
-
-impl<'a> ScorerItems<'a> {
-    /// `scorer`'s items; default jobs follow what `backends`' engines take
-    /// (none: this machine's cores alone).
-    pub fn new(
-        scorer: &'a ProgramExecutionScorer,
-        backends: Option<std::sync::Arc<crate::backends::Backends>>,
-    ) -> ScorerItems<'a> {
-        ScorerItems { scorer, backends }
-    }
-}
-
-impl ItemCheck for ScorerItems<'_> {
-    fn check(&self, mut item: BatchItem) -> Result<BatchItem, ItemRefusal> {
-        item.expectation = self.scorer.replayer().canonical(item.expectation);
-        match self.scorer.validate(&item.expectation) {
-            Ok(()) => Ok(item),
-            Err(err) => Err(ItemRefusal {
-                field: Some(format!("expectation.{}", err.field_path())),
-                message: err.to_string(),
-            }),
-        }
-    }
-}
-
-impl ItemScoring for ScorerItems<'_> {
-    fn preflight<'a>(&'a self, profile: &'a str) -> BoxFuture<'a, Result<(), SandboxError>> {
-        Box::pin(async move { self.scorer.preflight(profile).await.map(|_| ()) })
-    }
-
-    fn score(
-        &self,
-        item: BatchItem,
-        fresh: bool,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'_, Result<Score, ItemFailure>> {
-        let request = ScoreRequest::new(ProgramInput::Inline(item.program), item.expectation)
-            .item_id(item.id)
-            .fresh(fresh)
-            .cancel(cancel);
-        Box::pin(async move { Ok(self.scorer.score(request).await?) })
-    }
-
-    fn default_jobs(&self) -> usize {
-        crate::policy::default_jobs_for(self.backends.as_deref())
-    }
-}
-
-/// What a first reading of a batch found.
-#[derive(Debug, Default)]
-pub struct Survey {
-    /// Lines that cannot be scored, in file order, each naming its field.
-    pub bad_lines: Vec<BatchLineError>,
-    /// The items to score, by profile.
-    pub profiles: BTreeMap<String, usize>,
-    /// The bad lines' numbers, skipped when the batch is read again.
-    bad: HashSet<usize>,
-}
-
-impl Survey {
-    /// Items to score (bad lines left out).
-    pub fn items(&self) -> usize {
-        self.profiles.values().sum()
-    }
-
-    /// The batch read again, as the survey read it: each good item checked,
-    /// the lines the survey refused skipped. A line that became bad since
-    /// (the file changed) comes as its error.
-    pub fn read_again<'a>(
-        &'a self,
-        source: &BatchSource,
-        check: &'a dyn ItemCheck,
-    ) -> impl Iterator<Item = Result<BatchItem, BatchLineError>> + Send + 'a {
-        let file = source.name();
-        let lines: Box<dyn Iterator<Item = _> + Send> = match source.lines() {
-            Ok(lines) => lines,
-            // The survey read it: gone since, said as a bad line.
-            Err(error) => Box::new(std::iter::once(Err(BatchLineError {
-                file: file.clone(),
-                line: 0,
-                id: None,
-                field: None,
-                message: error.to_string(),
-            }))),
-        };
-        lines.filter_map(move |line| match line {
-            Err(error) if self.bad.contains(&error.line) => None,
-            Err(error) => Some(Err(error)),
-            Ok(item) if self.bad.contains(&item.line) => None,
-            Ok(item) => Some(checked(check, &file, item)),
-        })
-    }
-}
-
-/// Reads `source` once, checking every line as scoring would: its bad
-/// lines (each named by file, line and field) and the profiles its items
-/// use. Nothing of the items is kept.
-pub fn survey(source: &BatchSource, scoring: &dyn ItemCheck) -> Result<Survey, BatchReadError> {
-    let file = source.name();
-    let mut survey = Survey::default();
-    for line in source.lines()? {
-        match line.map(|item| checked(scoring, &file, item)) {
-            Ok(Ok(item)) => {
-                let profile = item.profile().unwrap_or_default().to_string();
-                *survey.profiles.entry(profile).or_default() += 1;
-            }
-            Ok(Err(error)) | Err(error) => {
-                survey.bad.insert(error.line);
-                survey.bad_lines.push(error);
-            }
-        }
-    }
-    Ok(survey)
-}
-
-fn checked(
-    scoring: &dyn ItemCheck,
-    file: &str,
-    item: BatchItem,
-) -> Result<BatchItem, BatchLineError> {
-    let (line, id) = (item.line, item.id.clone());
-    scoring.check(item).map_err(|refusal| BatchLineError {
-        file: file.to_string(),
-        line,
-        id: Some(id),
-        field: refusal.field,
-        message: refusal.message,
-    })
-}
-
 /// How a batch is run.
 #[derive(Debug, Clone, Default)]
 pub struct BatchOptions {
@@ -640,8 +242,11 @@ pub fn run_batch<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::batch::BatchItem;
+    use progscore_sandbox::BoxFuture;
     use progscore_scoring::EvidenceUse;
     use progscore_scoring::evidence::ScoreStatus;
+    use progscore_scoring::evidence::StoreError;
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
