@@ -332,7 +332,9 @@ on_both_runtimes! {
         // Three times as many programs as CPUs, with a one-second limit:
         // spinners must still be proven timeouts, and programs that need a
         // third of a second of CPU must still exit, however starved their
-        // first run was.
+        // first run was. (Only a machine busy beyond this test, which
+        // starves even the run alone, leaves a spinner unproven, saying so:
+        // the honest answer, never a wrong one.)
         let p = profile_with(name, |s| s.limits.timeout = "1s".into());
         let h = std::sync::Arc::new(harness(vec![p]));
         let spinner = "while True:\n    pass\n";
@@ -348,7 +350,15 @@ on_both_runtimes! {
             let (program, run) = call.await.expect("call");
             confirmed += run.sandbox_warnings.iter().filter(|w| w.contains("ran again with no other program")).count();
             if program == spinner {
-                assert_eq!(run.events[0].outcome, Outcome::timed_out(), "{run:#?}");
+                let starved_alone = matches!(
+                    &run.events[0].outcome,
+                    Outcome::TimedOut { unconfirmed: Some(why), .. } if why.contains("even running alone")
+                );
+                if starved_alone {
+                    println!("{name}: a spinner was starved even alone: {:?}", run.events[0].outcome);
+                } else {
+                    assert_eq!(run.events[0].outcome, Outcome::timed_out(), "{run:#?}");
+                }
             } else {
                 assert_eq!(exit_code(&run, 0), 0, "{run:#?}");
                 assert_eq!(stdout(&run, 0), "ok\n");
