@@ -2,11 +2,7 @@
 //! of varied CPU cost, and 10 programs that spin or sleep forever, scored
 //! through the binary with a one-second limit at 16× the CPU count with a
 //! CPU hog and a disk hog (synced writes, the page cache dropped over and
-//! over) beside the batch, under runc, gVisor and WASI (Docker and OCI);
-//! and the baseline at one job per CPU (no program waits for a CPU): the
-//! endless programs and the lightest and heaviest correct program of each
-//! kind (there the other correct programs add no load: what they prove is
-//! proven under load).
+//! over) beside the batch, under runc, gVisor and WASI (Docker and OCI).
 //! Every correct program must be `true`, every spinner and sleeper `false`
 //! (`timed_out`) (an unproven timeout may leave one undetermined, never
 //! wrong: the hogs, or any other work on the machine, may starve a program
@@ -210,100 +206,88 @@ fn verdicts_do_not_depend_on_load(profile: &str) {
     let _turn = TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let corpus = corpus();
     assert!(corpus.iter().filter(|i| !i.endless).count() >= 100);
-    // At one job per CPU: the endless programs, and the extremes of each
-    // kind. (At one job in all, the baseline was most of the suite's time:
-    // its endless programs each waited out their limit alone.)
-    let baseline: Vec<&Item> = corpus
-        .iter()
-        .filter(|i| i.endless || i.id.ends_with("-0") || i.id.ends_with("-24"))
-        .collect();
-    assert_eq!(baseline.len(), 18);
+    // The whole corpus at 16 jobs per CPU beside a CPU hog and a disk hog:
+    // the load a user's batch meets. (A pass at 16 per CPU without the
+    // hogs, and a baseline at one job per CPU, asserted nothing this one
+    // does not, under lighter loads: together they took half of the
+    // suite's time.)
     let everything: Vec<&Item> = corpus.iter().collect();
-    // One job per CPU (the baseline), then the whole corpus at 16 per CPU beside
-    // a CPU hog and a disk hog: the load a user's batch meets. (A pass at
-    // 16 per CPU without the hogs asserted nothing this one does not, under
-    // a lighter load, and took a third of the suite's time.)
-    for (jobs, hog) in [(cpus(), false), (16 * cpus(), true)] {
-        let items = if hog { &everything } else { &baseline };
-        let text = batch(items, profile);
-        let dir = Dir::new();
-        dir.edit_config(|config| {
-            progscore_test_kit::replace_required(&config, "timeout = \"10s\"", "timeout = \"1s\"")
-        });
-        dir.write("batch.jsonl", &text);
-        let _hogs = hog.then(|| (CpuHog::start(), DiskHog::start(dir.path())));
-        let jobs_arg = jobs.to_string();
-        let started = Instant::now();
-        let output = dir.run(&[
-            "score",
-            "batch.jsonl",
-            "--out",
-            "results.jsonl",
-            "--jobs",
-            &jobs_arg,
-        ]);
-        let wall = started.elapsed();
-        let pass = format!(
-            "{profile}, --jobs {jobs}{}",
-            if hog { ", CPU and disk hogs" } else { "" }
-        );
-        assert_eq!(output.status.code(), Some(0), "{pass}: {}", stderr(&output));
-        let results =
-            result_lines(&std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap());
-        assert_eq!(results.len(), items.len(), "{pass}");
-        let mut undetermined = 0;
-        for line in &results {
-            let id = line["id"].as_str().unwrap();
-            let item = items.iter().find(|i| i.id == id).unwrap();
-            let got = verdict(line);
-            if got == "undetermined" {
-                // Beside a disk that stalls every task of the machine, or
-                // other work on it, a timeout may stay unproven (gVisor's
-                // many threads all wait for the disk): undetermined, never
-                // wrong.
-                assert_eq!(
-                    line["reason_kind"], "unconfirmed_timeout",
-                    "{pass}: {id}: {line}"
-                );
-                undetermined += 1;
-                continue;
-            }
-            if item.endless {
-                assert_eq!(got, "false", "{pass}: {id}: {line}");
-                assert_eq!(
-                    line["cases"][0]["outcome"], "timed_out",
-                    "{pass}: {id}: {line}"
-                );
-            } else {
-                assert_eq!(got, "true", "{pass}: {id}: {line}");
-            }
+    let jobs = 16 * cpus();
+    let items = &everything;
+    let text = batch(items, profile);
+    let dir = Dir::new();
+    dir.edit_config(|config| {
+        progscore_test_kit::replace_required(&config, "timeout = \"10s\"", "timeout = \"1s\"")
+    });
+    dir.write("batch.jsonl", &text);
+    let _hogs = (CpuHog::start(), DiskHog::start(dir.path()));
+    let jobs_arg = jobs.to_string();
+    let started = Instant::now();
+    let output = dir.run(&[
+        "score",
+        "batch.jsonl",
+        "--out",
+        "results.jsonl",
+        "--jobs",
+        &jobs_arg,
+    ]);
+    let wall = started.elapsed();
+    let pass = format!("{profile}, --jobs {jobs}, CPU and disk hogs");
+    assert_eq!(output.status.code(), Some(0), "{pass}: {}", stderr(&output));
+    let results = result_lines(&std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap());
+    assert_eq!(results.len(), items.len(), "{pass}");
+    let mut undetermined = 0;
+    for line in &results {
+        let id = line["id"].as_str().unwrap();
+        let item = items.iter().find(|i| i.id == id).unwrap();
+        let got = verdict(line);
+        if got == "undetermined" {
+            // Beside a disk that stalls every task of the machine, or
+            // other work on it, a timeout may stay unproven (gVisor's
+            // many threads all wait for the disk): undetermined, never
+            // wrong.
+            assert_eq!(
+                line["reason_kind"], "unconfirmed_timeout",
+                "{pass}: {id}: {line}"
+            );
+            undetermined += 1;
+            continue;
         }
-        let confirmations = reusable_evidence_is_proven(&dir, &pass);
-        println!(
-            "load: {pass}: {} items in {:.1} s, {confirmations} invocation(s) confirmed alone, \
+        if item.endless {
+            assert_eq!(got, "false", "{pass}: {id}: {line}");
+            assert_eq!(
+                line["cases"][0]["outcome"], "timed_out",
+                "{pass}: {id}: {line}"
+            );
+        } else {
+            assert_eq!(got, "true", "{pass}: {id}: {line}");
+        }
+    }
+    let confirmations = reusable_evidence_is_proven(&dir, &pass);
+    println!(
+        "load: {pass}: {} items in {:.1} s, {confirmations} invocation(s) confirmed alone, \
              {undetermined} undetermined",
-            items.len(),
-            wall.as_secs_f64()
-        );
-        // The same batch again: every verdict comes from the stored evidence.
-        let again = dir.run(&["score", "batch.jsonl", "--jobs", &jobs_arg]);
-        assert_eq!(again.status.code(), Some(0), "{pass}: {}", stderr(&again));
-        let again = result_lines(&progscore_e2e::stdout(&again));
-        for line in &again {
-            let first = results.iter().find(|r| r["id"] == line["id"]).unwrap();
-            if verdict(first) == "undetermined" {
-                // Never reused: it runs again, and may now be decided, never wrongly.
-                let item = items.iter().find(|i| line["id"] == i.id.as_str()).unwrap();
-                let right = if item.endless { "false" } else { "true" };
-                assert!(
-                    [right, "undetermined"].contains(&verdict(line).as_str()),
-                    "{pass}: {line}"
-                );
-                continue;
-            }
-            assert_eq!(line["evidence"], "stored", "{pass}: {line}");
-            assert_eq!(verdict(line), verdict(first), "{pass}: {line}");
+        items.len(),
+        wall.as_secs_f64()
+    );
+    // The same batch again: every verdict comes from the stored evidence.
+    let again = dir.run(&["score", "batch.jsonl", "--jobs", &jobs_arg]);
+    assert_eq!(again.status.code(), Some(0), "{pass}: {}", stderr(&again));
+    let again = result_lines(&progscore_e2e::stdout(&again));
+    for line in &again {
+        let first = results.iter().find(|r| r["id"] == line["id"]).unwrap();
+        if verdict(first) == "undetermined" {
+            // Never reused: it runs again, and may now be decided, never wrongly.
+            let item = items.iter().find(|i| line["id"] == i.id.as_str()).unwrap();
+            let right = if item.endless { "false" } else { "true" };
+            assert!(
+                [right, "undetermined"].contains(&verdict(line).as_str()),
+                "{pass}: {line}"
+            );
+            continue;
         }
+        assert_eq!(line["evidence"], "stored", "{pass}: {line}");
+        assert_eq!(verdict(line), verdict(first), "{pass}: {line}");
     }
 }
 
