@@ -10,7 +10,9 @@
 //!    the largest within 1.5x of the smallest, items/s not lower).
 //!
 //! `cargo bench -p progscore --bench cli` (after scripts/setup.sh); add
-//! `-- throughput` or `-- memory` for one part.
+//! `-- throughput` or `-- memory` for one part. `PROGSCORE_BENCH_STORE=DIR`
+//! keeps the memory part's seeded store there for the next run (before and
+//! after a change, without seeding again).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -204,9 +206,49 @@ fn memory(dir: &Path, config_path: &Path, sizes: &[usize]) {
     let config = Config::load(config_path).expect("config");
     let store_path = dir.join("big.db");
     let _ = std::fs::remove_file(&store_path);
-    let store = Arc::new(EvidenceStore::open(&store_path).expect("store"));
+    // PROGSCORE_BENCH_STORE=DIR keeps the seeded store and batch there and
+    // reuses them on the next run (seeding 200,000 items takes minutes):
+    // each run measures a fresh copy of the seeded store, so runs before
+    // and after a change start from the same evidence.
+    let kept = std::env::var_os("PROGSCORE_BENCH_STORE").map(std::path::PathBuf::from);
+    let all = dir.join("all.jsonl");
+    if let Some(kept) = &kept
+        && seeded_count(kept) >= largest
+    {
+        std::fs::copy(kept.join("seed.db"), &store_path).expect("copy the kept store");
+        std::fs::copy(kept.join("all.jsonl"), &all).expect("copy the kept batch");
+        println!(
+            "  (reused the {} observations seeded in {})",
+            seeded_count(kept),
+            kept.display()
+        );
+    } else {
+        seed(&config, &store_path, &all, largest);
+        if let Some(kept) = &kept {
+            std::fs::create_dir_all(kept).expect("PROGSCORE_BENCH_STORE");
+            std::fs::copy(&store_path, kept.join("seed.db")).expect("keep the store");
+            std::fs::copy(&all, kept.join("all.jsonl")).expect("keep the batch");
+            std::fs::write(kept.join("seeded"), largest.to_string()).expect("keep the count");
+        }
+    }
+    memory_rows(dir, config_path, sizes, &all);
+}
+
+/// How many items the store kept in `kept` was seeded with (0: none).
+fn seeded_count(kept: &Path) -> usize {
+    std::fs::read_to_string(kept.join("seeded"))
+        .ok()
+        .and_then(|count| count.trim().parse().ok())
+        .filter(|_| kept.join("seed.db").is_file() && kept.join("all.jsonl").is_file())
+        .unwrap_or(0)
+}
+
+/// Stores evidence for items 0..`largest` in `store_path` and writes their
+/// lines to `all`.
+fn seed(config: &Config, store_path: &Path, all: &Path, largest: usize) {
+    let store = Arc::new(EvidenceStore::open(store_path).expect("store"));
     let comparators: Arc<dyn OutputComparator> = Arc::new(WasmComparators(Arc::new(
-        load_comparators(&config).expect("comparators"),
+        load_comparators(config).expect("comparators"),
     )));
     let python = config.profile("python").expect("python").clone();
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -240,8 +282,7 @@ fn memory(dir: &Path, config_path: &Path, sizes: &[usize]) {
     );
     // The largest batch's lines, written as they are seeded; a smaller
     // batch is its first lines.
-    let all = dir.join("all.jsonl");
-    let mut lines = std::io::BufWriter::new(std::fs::File::create(&all).expect("batch"));
+    let mut lines = std::io::BufWriter::new(std::fs::File::create(all).expect("batch"));
     let seeding = Instant::now();
     runtime.block_on(async {
         for i in 0..largest {
@@ -270,7 +311,11 @@ fn memory(dir: &Path, config_path: &Path, sizes: &[usize]) {
         "  (seeded {largest} observations in {:.1} s)",
         seeding.elapsed().as_secs_f64()
     );
-    drop(scorer);
+}
+
+/// `score` and `rescore` of the first `size` lines of `all` for each size,
+/// against the seeded store (`big.db` in `dir`).
+fn memory_rows(dir: &Path, config_path: &Path, sizes: &[usize], all: &Path) {
     let big_config = dir.join("big.toml");
     std::fs::write(
         &big_config,
@@ -295,7 +340,7 @@ fn memory(dir: &Path, config_path: &Path, sizes: &[usize]) {
         {
             use std::io::{BufRead as _, Write as _};
             let mut out = std::io::BufWriter::new(std::fs::File::create(&batch).expect("batch"));
-            let read = std::io::BufReader::new(std::fs::File::open(&all).expect("all"));
+            let read = std::io::BufReader::new(std::fs::File::open(all).expect("all"));
             for line in read.lines().take(size) {
                 writeln!(out, "{}", line.expect("line")).expect("batch line");
             }

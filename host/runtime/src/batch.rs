@@ -254,9 +254,50 @@ struct LineParser {
     file: String,
     /// Where `program_file`s resolve; `None`: refused.
     base: Option<PathBuf>,
-    /// A digest of every id seen (16 bytes each, where the ids themselves
-    /// would take their length and a heap allocation).
-    seen: HashSet<[u8; 16]>,
+    /// A digest of every id seen.
+    seen: SeenIds,
+}
+
+/// The 128-bit digests of the ids seen, exactly, in about 16 bytes each: the
+/// latest in a small hash set, the rest in one sorted vector (a hash set of
+/// them all took twice that, and three times while it grew: 53 MB at a
+/// million ids).
+#[derive(Default)]
+struct SeenIds {
+    recent: HashSet<u128>,
+    sorted: Vec<u128>,
+}
+
+impl SeenIds {
+    /// Digests kept in the hash set before they are merged into the sorted
+    /// vector.
+    const RECENT: usize = 1 << 14;
+
+    /// Whether `digest` is new (and now remembered).
+    fn insert(&mut self, digest: u128) -> bool {
+        if self.sorted.binary_search(&digest).is_ok() || !self.recent.insert(digest) {
+            return false;
+        }
+        if self.recent.len() >= SeenIds::RECENT {
+            let mut fresh: Vec<u128> = self.recent.drain().collect();
+            fresh.sort_unstable();
+            // Merged from the back, in place.
+            let mut old = self.sorted.len();
+            let mut new = fresh.len();
+            self.sorted.resize(old + new, 0);
+            while new > 0 {
+                let at = old + new - 1;
+                if old > 0 && self.sorted[old - 1] > fresh[new - 1] {
+                    self.sorted[at] = self.sorted[old - 1];
+                    old -= 1;
+                } else {
+                    self.sorted[at] = fresh[new - 1];
+                    new -= 1;
+                }
+            }
+        }
+        true
+    }
 }
 
 impl LineParser {
@@ -264,16 +305,16 @@ impl LineParser {
         LineParser {
             file,
             base,
-            seen: HashSet::new(),
+            seen: SeenIds::default(),
         }
     }
 
-    fn id_digest(id: &str) -> [u8; 16] {
+    fn id_digest(id: &str) -> u128 {
         use sha2::Digest as _;
         let digest = sha2::Sha256::digest(id.as_bytes());
         let mut out = [0u8; 16];
         out.copy_from_slice(&digest[..16]);
-        out
+        u128::from_le_bytes(out)
     }
 
     /// Line `line` (1-based), without its line end: `None` for a blank
@@ -394,6 +435,40 @@ fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seen_ids_are_exact_across_merges() {
+        let mut seen = SeenIds::default();
+        let count = SeenIds::RECENT * 3 + 5;
+        for i in 0..count {
+            assert!(seen.insert(LineParser::id_digest(&format!("item-{i}"))));
+        }
+        assert_eq!(seen.sorted.len() + seen.recent.len(), count);
+        assert!(seen.sorted.windows(2).all(|pair| pair[0] < pair[1]));
+        // Every id again, whether merged into the sorted part or recent.
+        for i in (0..count).rev() {
+            assert!(!seen.insert(LineParser::id_digest(&format!("item-{i}"))));
+        }
+        assert!(seen.insert(LineParser::id_digest("item-new")));
+    }
+
+    #[test]
+    fn a_duplicate_far_down_a_large_batch_is_named_by_its_line() {
+        let lines: Vec<String> = (0..SeenIds::RECENT * 2 + 10)
+            .map(|i| GOOD.replace("\"a\"", &format!("\"id-{i}\"")))
+            .chain(std::iter::once(GOOD.replace("\"a\"", "\"id-3\"")))
+            .collect();
+        let batch = Batch::parse(Path::new("b.jsonl"), &lines.join("\n"));
+        assert_eq!(batch.items.len(), lines.len() - 1);
+        assert_eq!(batch.errors.len(), 1);
+        assert_eq!(batch.errors[0].line, lines.len());
+        assert_eq!(batch.errors[0].id.as_deref(), Some("id-3"));
+        assert!(
+            batch.errors[0]
+                .message
+                .contains("appears on an earlier line")
+        );
+    }
 
     const GOOD: &str = r#"{"id": "a", "program": "print(9)", "expectation": {"conditions": [{"program_behaves": {"profile": "python", "cases": [{"invocation": {"args": []}, "expected": {"stdout": {"equals": "9"}}}]}}]}}"#;
 

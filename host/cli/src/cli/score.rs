@@ -253,6 +253,11 @@ pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
                 }
             }
         }
+        // What the last chunk freed goes back to the system: its drafts,
+        // rows and comparisons were spread over the allocator's per-thread
+        // arenas, which otherwise kept growing with the batch (heap live
+        // +4 MB, resident +20 MB from 10,000 to 200,000 items).
+        release_freed_memory();
         let requests = chunk.iter().map(BatchItem::rescore_request).collect();
         let results = match session.replayer.rescore_batch(requests) {
             Ok(results) => results,
@@ -330,6 +335,15 @@ pub async fn rescore(config: &Config, args: RescoreArgs) -> anyhow::Result<u8> {
         fail_on(&args.fail_on),
         bad_lines,
     ))
+}
+
+/// Returns the allocator's free pages to the system (glibc keeps them).
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks glibc's own arenas; any thread may call it.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// A fault of the store itself, said once: which file, where the batch
