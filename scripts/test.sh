@@ -105,23 +105,29 @@ caches() {
     target/debug/progscore doctor > "$1" 2>&1 || echo "[test] progscore doctor: $(tail -5 "$1")" >&2
 }
 phase "caches (progscore doctor)" caches "$(mktemp)"
-# Beside the tests, which mostly wait on containers: the lints (a check
-# build of their own, the same target folder, whose lock is free while the
-# tests run) and the guests' unit tests (a workspace and target folder of
+# Beside the tests: the lints (a check build of their own, the same target
+# folder) and the guests' unit tests (a workspace and target folder of
 # their own). They only add CPU load, which no test may depend on the
 # absence of (a timeout that load leaves unproven is undetermined, never
-# wrong). Their phases are printed when the tests are done.
+# wrong), but load still costs time: they start with the Python package's
+# tests, which mostly wait (34 s of CPU in 148 s, and no cargo lock), not
+# with the language batch, which keeps both CPUs busy for six minutes.
+# Their phases are printed when the tests are done.
 beside_log="$(mktemp)"
 beside_failed="$(mktemp)"
-(
-    failed=()
-    # Lints: every target, warnings are errors.
-    phase "clippy" cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
-    # The guests' own unit tests (their workspace is apart: it builds for wasm32-wasip2).
-    phase "guest unit tests" cargo test --locked --manifest-path guests/Cargo.toml --workspace
-    printf '%s\n' "${failed[@]}" > "$beside_failed"
-) > "$beside_log" 2>&1 &
-beside_pid=$!
+beside_pid=""
+start_beside() {
+    [[ -n "$beside_pid" ]] && return
+    (
+        failed=()
+        # Lints: every target, warnings are errors.
+        phase "clippy" cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+        # The guests' own unit tests (their workspace is apart: it builds for wasm32-wasip2).
+        phase "guest unit tests" cargo test --locked --manifest-path guests/Cargo.toml --workspace
+        printf '%s\n' "${failed[@]}" > "$beside_failed"
+    ) > "$beside_log" 2>&1 &
+    beside_pid=$!
+}
 # The Python package: built into a cached virtual environment (with the
 # workspace's dev build, so nothing is compiled twice), tested with pytest
 # against the real engine; its example, tests and benchmark checked by mypy --strict.
@@ -201,6 +207,8 @@ tests_in_lanes() {
         local pid="$1" code="$2" name="${names[$1]}"
         local took=$((SECONDS - started[$1]))
         if ((code == 0)); then
+            # With any test that ran over a minute, named (libtest says so).
+            grep -E 'running for over' "$logs/$pid.log" >&2 || true
             grep -E '^test result:|passed|failed' "$logs/$pid.log" | tail -3 >&2 || true
             echo "[test] tests: ${name}: ${took} s ($(grep -E '^\[cpu\]' "$logs/$pid.log" | tail -1 | cut -c7-))" >&2
         else
@@ -212,6 +220,9 @@ tests_in_lanes() {
     start_job() {
         job="$1"
         name="${job%%:*}"
+        if [[ "${job#*:}" == python ]]; then
+            start_beside
+        fi
         # The CPU its own processes used (containers' not counted: the
         # engine runs them), printed with its time to tell waiting from work.
         (
@@ -251,12 +262,14 @@ tests_in_lanes() {
     return "$status"
 }
 if (($# > 0)); then
+    start_beside
     phase "tests" "${CARGO_TEST[@]}" "$@"
     phase "python package" python_package
 else
     phase "tests (${TEST_LANES} lanes)" tests_in_lanes
 fi
 beside() {
+    start_beside
     wait "$beside_pid" || true
     cat "$beside_log" >&2
     local name

@@ -467,7 +467,8 @@ enum Performed {
     /// Answered (and recorded), or the call is gone.
     Answered,
     /// Left to the kernel, for this reason.
-    Kernel(&'static str),
+    /// Why, and the path as the program spelled it once decoded.
+    Kernel(String),
 }
 
 impl Notifications<'_> {
@@ -549,7 +550,7 @@ impl Notifications<'_> {
             match self.perform_open(&request, nr, start)? {
                 Performed::Answered => return Ok(()),
                 Performed::Kernel(why) => {
-                    tracing::debug!(why, "an open left to the kernel");
+                    tracing::debug!(why = why.as_str(), "an open left to the kernel");
                     left_to_kernel = Some(why);
                 }
             }
@@ -671,18 +672,26 @@ impl Notifications<'_> {
             target.read(address, len)
         }) {
             Ok(call) => call,
-            Err(why) => return Ok(Performed::Kernel(why)),
+            Err(why) => return Ok(Performed::Kernel(why.to_string())),
+        };
+        // Why, with the path the program gave (bounded): what a reader of
+        // the trace needs to tell which open lost the kind its coverage.
+        let spelled = |why: &str| {
+            format!(
+                "{why}: {}",
+                progscore_sandbox::behaviour::bounded_text(&String::from_utf8_lossy(&call.path))
+            )
         };
         let caller = match open::Caller::open(pid) {
             Ok(caller) => caller,
-            Err(why) => return Ok(Performed::Kernel(why)),
+            Err(why) => return Ok(Performed::Kernel(spelled(why))),
         };
         // The thread id names the caller only while its call waits.
         if !self.still_waiting(request.id) {
             return Ok(Performed::Answered);
         }
         let (result, path, access, event) = match open::perform(&caller, &call, self.sensitive)? {
-            open::Outcome::Kernel(why) => return Ok(Performed::Kernel(why)),
+            open::Outcome::Kernel(why) => return Ok(Performed::Kernel(spelled(why))),
             open::Outcome::Done {
                 result,
                 path,
@@ -711,7 +720,9 @@ impl Notifications<'_> {
                     }
                     // Refused for another reason: the kernel's to run.
                     Err(_) => {
-                        return Ok(Performed::Kernel("the descriptor could not be handed over"));
+                        return Ok(Performed::Kernel(spelled(
+                            "the descriptor could not be handed over",
+                        )));
                     }
                 }
             }
