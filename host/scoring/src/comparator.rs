@@ -7,6 +7,8 @@
 use progscore_sandbox::{Behaviour, CapturedStream};
 use thiserror::Error;
 
+use crate::checker::CheckerVerdict;
+
 /// Checks output streams by named comparators.
 pub trait OutputComparator: Send + Sync {
     /// Checks that `comparator` exists and accepts `params`, before anything runs.
@@ -41,6 +43,35 @@ pub trait OutputComparator: Send + Sync {
         let _ = behaviour;
         self.compare(comparator, params, observed)
     }
+
+    /// Checks that checker component `checker` exists and accepts `params`,
+    /// before anything runs. By default no checker is known.
+    fn validate_checker(
+        &self,
+        checker: &str,
+        params: &serde_json::Value,
+    ) -> Result<(), ComparatorRefusal> {
+        let _ = params;
+        Err(ComparatorRefusal::UnknownChecker {
+            name: checker.to_string(),
+        })
+    }
+
+    /// Judges one case's output with checker component `checker`, given the
+    /// case's input and the expected answer. Anything that keeps the checker
+    /// from answering (a trap, its deadline, FAIL) must come back as
+    /// [`CheckerVerdict::Undetermined`].
+    fn check(
+        &self,
+        checker: &str,
+        params: &serde_json::Value,
+        input: &[u8],
+        output: &CapturedStream,
+        answer: &[u8],
+    ) -> CheckerVerdict {
+        let _ = (params, input, output, answer);
+        CheckerVerdict::Undetermined(format!("no checker `{checker}` can be run here"))
+    }
 }
 
 /// A comparator's answer on one stream.
@@ -60,6 +91,12 @@ pub enum ComparatorRefusal {
     /// No comparator of that name is registered.
     #[error("unknown comparator `{name}`")]
     Unknown {
+        /// The name asked for.
+        name: String,
+    },
+    /// No checker of that name is registered.
+    #[error("unknown checker `{name}`")]
+    UnknownChecker {
         /// The name asked for.
         name: String,
     },

@@ -118,6 +118,15 @@ pub enum ExpectationError {
     /// The score policy does not fit the item's cases.
     #[error("score.{0}")]
     ScorePolicy(String),
+    /// The item's checker, or a case's answer for it, was refused.
+    #[error("{field}: {message}")]
+    Checker {
+        /// The field at fault, from `program_behaves` (`checker.program.profile`,
+        /// `cases[2].expected.answer`).
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
     /// An invocation cannot be delivered to a program as given.
     #[error("case {case} invocation `{field}` {message}")]
     Invocation {
@@ -187,6 +196,7 @@ impl ExpectationError {
                 let field = what.split(':').next().unwrap_or_default();
                 format!("{behaves}.score.{field}")
             }
+            ExpectationError::Checker { field, .. } => format!("{behaves}.{field}"),
             ExpectationError::Files(invalid) => match invalid.path() {
                 Some(path) => format!("{behaves}.files.{path}"),
                 None => format!("{behaves}.files"),

@@ -1,9 +1,12 @@
 //! What a program is expected to do: the serde shapes users write.
 
-use progscore_sandbox::{Invocation, PartialLimitsSpec, ProgramFiles, canonical_json, sha256_hex};
+use progscore_sandbox::{
+    ByteString, Invocation, PartialLimitsSpec, ProgramFiles, canonical_json, sha256_hex,
+};
 use serde::de::Error as _;
 
 use crate::behaviour::BehaviourCondition;
+use crate::checker::Checker;
 use crate::score_policy::ScorePolicy;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -56,6 +59,13 @@ pub struct ProgramBehaves {
     /// attempt: another policy rescores the same evidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<ScorePolicy>,
+    /// The judge of every case's output against its `expected.answer`: a
+    /// checker component (`"tokens"`, `{"component": {...}}`) or a checker
+    /// program run in a sandbox of its own (`{"program": {...}}`). Part of
+    /// the expectation, not of the attempt: another checker rescores the
+    /// same evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checker: Option<Checker>,
     /// The cases, in order; each is one invocation.
     pub cases: Vec<ProgramCase>,
 }
@@ -89,6 +99,10 @@ pub struct ProgramResult {
     /// [`ProgramBehaves::behaviour`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub behaviour: Option<BehaviourCondition>,
+    /// The expected answer (the jury's output), given to the item's
+    /// `checker` with the case's input and the program's output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<ByteString>,
 }
 
 /// The exit codes a program can be seen to exit with: a process's exit
@@ -202,6 +216,7 @@ impl ScoringExpectation {
                 files: ProgramFiles::default(),
                 behaviour: None,
                 score: None,
+                checker: None,
                 cases,
             })],
         }
@@ -256,6 +271,7 @@ impl ProgramCase {
                 stderr: None,
                 exit_code: 0,
                 behaviour: None,
+                answer: None,
             },
         }
     }

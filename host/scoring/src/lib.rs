@@ -43,6 +43,7 @@
 
 mod attempt;
 pub mod behaviour;
+mod checker;
 mod comparator;
 mod error;
 mod expectation;
@@ -58,6 +59,7 @@ pub use attempt::{
     Attempt, SOURCE_IDENTITY, attempt_key, belongs_to_attempt, fresh_observation_id, observation_id,
 };
 pub use behaviour::{ActionPattern, BehaviourCondition, BehaviourSummary};
+pub use checker::{Checker, CheckerProgram, CheckerProtocol, CheckerVerdict, CheckerVerdicts};
 pub use comparator::{ComparatorRefusal, ComparatorVerdict, OutputComparator};
 pub use error::{ExpectationError, ReplayRefusal, ScoringError};
 pub use expectation::{
@@ -73,7 +75,7 @@ pub use score_policy::{Aggregate, GroupScore, PolicyScore, ScoreGroup, ScorePoli
 pub use scorer::ProgramExecutionScorer;
 pub use source::{DEFAULT_LEASE_TTL, Evidence, EvidenceUse, ProgramExecutionSource};
 pub use store_call::store_call;
-pub use verdict::{CaseReport, ReasonKind, Verdict, evaluate};
+pub use verdict::{CaseReport, ReasonKind, Verdict, evaluate, evaluate_checked};
 
 /// The evidence store this crate records into.
 pub use progscore_evidence as evidence;

@@ -10,18 +10,20 @@ use progscore_evidence::{
     StoredScore,
 };
 use progscore_sandbox::{
-    Invocation, Limits, PartialLimitsSpec, ProgramFiles, RuntimeProfile, sha256_hex,
+    Invocation, InvocationEvent, Limits, PartialLimitsSpec, ProgramFiles, RuntimeProfile,
+    sha256_hex,
 };
 use rayon::prelude::*;
 
 use crate::attempt::{Attempt, SOURCE_IDENTITY, attempt_key, belongs_to_attempt};
+use crate::checker::{self, Checker, CheckerProgram, CheckerVerdicts};
 use crate::comparator::OutputComparator;
 use crate::error::{ExpectationError, ReplayRefusal, ScoringError};
 use crate::expectation::{Condition, ProgramBehaves, ScoringExpectation};
 use crate::request::{ObservationRef, ProgramInput, ReplayRequest, Rescore, RescoreRequest, Score};
 use crate::score_policy::GroupScore;
 use crate::source::{EvidenceUse, check_belongs};
-use crate::verdict::{CaseReport, ReasonKind, Verdict, evaluate, no_evidence};
+use crate::verdict::{CaseReport, ReasonKind, Verdict, evaluate_checked, no_evidence};
 
 /// Scores stored evidence without any sandbox: replay and rescore. Needs no
 /// engine, so the CLI's `replay` and `rescore` work without one.
@@ -291,6 +293,9 @@ impl Replayer {
             ),
         };
         behaves.files.check_for(&profile)?;
+        if let Some(Checker::Program(checker)) = &behaves.checker {
+            self.checker_profile(checker)?;
+        }
         if profile.trace.is_none() {
             let case_asking = behaves
                 .cases
@@ -334,6 +339,7 @@ impl Replayer {
                 .validate(behaves.cases.len())
                 .map_err(ExpectationError::ScorePolicy)?;
         }
+        self.validate_checker(behaves)?;
         for (case, program_case) in behaves.cases.iter().enumerate() {
             let value = program_case.expected.exit_code;
             if !crate::expectation::EXIT_CODES.contains(&value) {
@@ -356,6 +362,128 @@ impl Replayer {
             }
         }
         Ok(behaves)
+    }
+
+    /// The checker and the cases' answers: every case has an answer when
+    /// there is a checker, none when there is not; a component must accept
+    /// its parameters.
+    fn validate_checker(&self, behaves: &ProgramBehaves) -> Result<(), ExpectationError> {
+        let refused = |field: String, message: String| ExpectationError::Checker { field, message };
+        let Some(checker) = &behaves.checker else {
+            if let Some(case) = behaves
+                .cases
+                .iter()
+                .position(|c| c.expected.answer.is_some())
+            {
+                return Err(refused(
+                    format!("cases[{case}].expected.answer"),
+                    "an answer is given, but the item has no `checker` to judge the output with it"
+                        .into(),
+                ));
+            }
+            return Ok(());
+        };
+        if let Some(case) = behaves
+            .cases
+            .iter()
+            .position(|c| c.expected.answer.is_none())
+        {
+            return Err(refused(
+                format!("cases[{case}].expected.answer"),
+                "missing: the item's checker judges every case's output against its answer".into(),
+            ));
+        }
+        match checker {
+            Checker::Component { name, params } => self
+                .comparators
+                .validate_checker(name, params)
+                .map_err(|refusal| refused("checker".into(), refusal.to_string())),
+            Checker::Program(program) => match program.max_points {
+                Some(points) if !(points.is_finite() && points > 0.0) => Err(refused(
+                    "checker.program.max_points".into(),
+                    format!("{points} is not a positive number of points"),
+                )),
+                _ => Ok(()),
+            },
+        }
+    }
+
+    /// The configured profile a checker program runs under (a language
+    /// name is taken for its profile), with its own limits, and its files
+    /// checked against it.
+    pub(crate) fn checker_profile(
+        &self,
+        checker: &CheckerProgram,
+    ) -> Result<RuntimeProfile, ExpectationError> {
+        let refused = |field: &str, message: String| ExpectationError::Checker {
+            field: format!("checker.program.{field}"),
+            message,
+        };
+        let name = self.profile_name(&checker.profile);
+        let profile = self
+            .profiles
+            .iter()
+            .find(|profile| profile.name == name)
+            .ok_or_else(|| {
+                refused(
+                    "profile",
+                    format!(
+                        "unknown profile `{}`; configured profiles and languages: {}",
+                        checker.profile,
+                        self.profiles
+                            .iter()
+                            .map(|profile| profile.name.as_str())
+                            .chain(self.languages.keys().map(String::as_str))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })?;
+        let profile = match &checker.limits {
+            Some(limits) => profile
+                .with_limits(Some(limits), None)
+                .map_err(|e| refused("limits", e.to_string()))?,
+            None => profile.clone(),
+        };
+        checker
+            .files
+            .check_for(&profile)
+            .map_err(|e| refused("files", e.to_string()))?;
+        Ok(profile)
+    }
+
+    /// What a checker program said of the cases of `events`, from its runs
+    /// stored (nothing runs): the verdicts and the runs' observation ids. A
+    /// run not stored leaves its cases unjudged (undetermined, no evidence).
+    pub(crate) fn stored_checks(
+        &self,
+        behaves: &ProgramBehaves,
+        events: &[InvocationEvent],
+    ) -> Result<(CheckerVerdicts, Vec<String>), ScoringError> {
+        let Some(Checker::Program(checker)) = &behaves.checker else {
+            return Ok((CheckerVerdicts::new(), Vec::new()));
+        };
+        let profile = self.checker_profile(checker)?;
+        let plan = match checker::plan(behaves, checker, &profile, events) {
+            Ok(plan) => plan,
+            Err(reason) => {
+                return Ok((
+                    checker::all_undetermined(behaves, events, &reason),
+                    Vec::new(),
+                ));
+            }
+        };
+        let mut verdicts = plan.decided;
+        let mut ids = Vec::new();
+        for run in &plan.runs {
+            let Some(observation) = self.store.observation(&run.attempt.observation_id())? else {
+                continue;
+            };
+            check_belongs(&observation, &run.attempt)?;
+            ids.push(observation.id.clone());
+            verdicts.extend(checker::judged(checker, run, &observation.run.events));
+        }
+        Ok((verdicts, ids))
     }
 
     fn prepare_replay(&self, request: ReplayRequest) -> Result<Draft, ScoringError> {
@@ -498,10 +626,19 @@ impl Replayer {
         program_sha256: &str,
         verdict: Option<Verdict>,
     ) -> Result<Draft, ScoringError> {
+        let mut observation_ids: Vec<String> =
+            observation.map(|o| vec![o.id.clone()]).unwrap_or_default();
         let verdict: Verdict = match (verdict, observation) {
             (Some(verdict), _) => verdict,
             (None, Some(observation)) => {
-                evaluate(behaves, &observation.run.events, self.comparators.as_ref())
+                let (checks, checker_ids) = self.stored_checks(behaves, &observation.run.events)?;
+                observation_ids.extend(checker_ids);
+                evaluate_checked(
+                    behaves,
+                    &observation.run.events,
+                    self.comparators.as_ref(),
+                    &checks,
+                )
             }
             (None, None) => no_evidence(&behaves.profile, behaves.cases.len()),
         };
@@ -517,7 +654,7 @@ impl Replayer {
             rationale: verdict.rationale,
             reason: verdict.reason,
             cases: serde_json::to_value(&verdict.cases)?,
-            observation_ids: observation.map(|o| vec![o.id.clone()]).unwrap_or_default(),
+            observation_ids,
             score: verdict.score,
             score_groups: if verdict.groups.is_empty() {
                 None

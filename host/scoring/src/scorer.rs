@@ -4,9 +4,11 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use progscore_evidence::{ScoreOrigin, StoreError};
-use progscore_sandbox::{Preflight, RuntimeProfile, SandboxError, sha256_hex};
+use progscore_sandbox::{InvocationEvent, Preflight, RuntimeProfile, SandboxError, sha256_hex};
+use tokio_util::sync::CancellationToken;
 
 use crate::attempt::Attempt;
+use crate::checker::{self, Checker, CheckerVerdict, CheckerVerdicts};
 use crate::comparator::OutputComparator;
 use crate::error::{ExpectationError, ScoringError};
 use crate::expectation::{ProgramBehaves, ScoringExpectation};
@@ -14,9 +16,10 @@ use crate::replayer::{Replayer, invocations_of};
 use crate::request::{ProgramInput, Score, ScoreRequest, Scored};
 use crate::source::{EvidenceUse, ProgramExecutionSource, check_belongs};
 use crate::store_call::store_call;
-use crate::verdict::evaluate;
+use crate::verdict::evaluate_checked;
 
-/// Scores programs by running them (or reusing their attempt's evidence).
+/// Scores programs by running them (or reusing their attempt's evidence),
+/// and runs their checker program on what they wrote (or reuses its run).
 pub struct ProgramExecutionScorer {
     source: ProgramExecutionSource,
     replayer: Replayer,
@@ -121,6 +124,87 @@ impl ProgramExecutionScorer {
         .with_files(behaves.files.clone()))
     }
 
+    /// Runs the item's checker program on the program's outputs (`events`),
+    /// or reuses its stored runs: what it said of each case it judged, and
+    /// the observation ids of its runs. A checker that cannot run leaves its
+    /// cases undetermined; the program's evidence is kept either way.
+    async fn run_checker(
+        &self,
+        behaves: &ProgramBehaves,
+        events: &[InvocationEvent],
+        cancel: &CancellationToken,
+    ) -> Result<(CheckerVerdicts, Vec<String>), ScoringError> {
+        let Some(Checker::Program(checker)) = &behaves.checker else {
+            return Ok((CheckerVerdicts::new(), Vec::new()));
+        };
+        let profile = self.replayer.checker_profile(checker)?;
+        let plan = match checker::plan(behaves, checker, &profile, events) {
+            Ok(plan) => plan,
+            Err(reason) => {
+                return Ok((
+                    checker::all_undetermined(behaves, events, &reason),
+                    Vec::new(),
+                ));
+            }
+        };
+        let mut verdicts = plan.decided;
+        let mut ids = Vec::new();
+        if plan.runs.is_empty() {
+            return Ok((verdicts, ids));
+        }
+        let unrun = |verdicts: &mut CheckerVerdicts, run: &checker::CheckerRun, reason: &str| {
+            verdicts.extend(
+                run.cases
+                    .iter()
+                    .map(|&index| (index, CheckerVerdict::Undetermined(reason.to_string()))),
+            );
+        };
+        if let Err(refusal) = self.preflight(&profile.name).await {
+            let reason = format!(
+                "the checker's profile `{}` cannot run: {refusal}",
+                profile.name
+            );
+            for run in &plan.runs {
+                unrun(&mut verdicts, run, &reason);
+            }
+            return Ok((verdicts, ids));
+        }
+        let source: Arc<[u8]> = Arc::from(checker.source.as_bytes());
+        let store = self.source.store();
+        store_call(|| store.put_program(&source))?;
+        for run in &plan.runs {
+            let evidence = match self
+                .source
+                .observe(&run.attempt, &source, false, cancel, None)
+                .await
+            {
+                Ok(evidence) => evidence,
+                Err(ScoringError::Refused(refusal)) => {
+                    let reason = format!("the checker's sandbox refused the run: {refusal}");
+                    unrun(&mut verdicts, run, &reason);
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
+            let mut observation = Arc::clone(&evidence.observation);
+            if evidence.origin != EvidenceUse::Stored {
+                match store_call(|| store.record_observation(&observation)) {
+                    Ok(_) => {}
+                    Err(StoreError::ObservationConflict { stored, .. }) => {
+                        // Another process stored its run of this checker
+                        // attempt first: its evidence stands.
+                        check_belongs(&stored, &run.attempt)?;
+                        observation = Arc::from(stored);
+                    }
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            ids.push(observation.id.clone());
+            verdicts.extend(checker::judged(checker, run, &observation.run.events));
+        }
+        Ok((verdicts, ids))
+    }
+
     /// Scores one program (within a tokio runtime): validates, finds or makes the evidence, applies
     /// the verdict rules, and records the score (with the observation, if new,
     /// in the same transaction).
@@ -162,6 +246,9 @@ impl ProgramExecutionScorer {
             )
             .await?;
         let observation = &evidence.observation;
+        let (checks, checker_ids) = self
+            .run_checker(behaves, &observation.run.events, &request.cancel)
+            .await?;
         // Comparators are synchronous CPU work (WebAssembly calls bounded by
         // their deadline); off the async workers, a slow one stalls no run.
         let verdict = {
@@ -169,12 +256,17 @@ impl ProgramExecutionScorer {
             let behaves = behaves.clone();
             let observation = observation.clone();
             tokio::task::spawn_blocking(move || {
-                evaluate(&behaves, &observation.run.events, comparators.as_ref())
+                evaluate_checked(
+                    &behaves,
+                    &observation.run.events,
+                    comparators.as_ref(),
+                    &checks,
+                )
             })
             .await
             .map_err(|e| ScoringError::RunLost(format!("a comparator panicked: {e}")))?
         };
-        let draft = self.replayer.draft(
+        let mut draft = self.replayer.draft(
             request.item_id.clone(),
             ScoreOrigin::Execute,
             &request.expectation,
@@ -184,6 +276,7 @@ impl ProgramExecutionScorer {
             &program_sha256,
             Some(verdict),
         )?;
+        draft.record.observation_ids.extend(checker_ids);
         if evidence.origin == EvidenceUse::Stored {
             let score_id = store_call(|| store.record_score(&draft.record))?;
             return Ok(Scored {

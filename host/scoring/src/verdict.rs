@@ -12,6 +12,7 @@ use progscore_sandbox::{InvocationEvent, Outcome, TimeLimit};
 use serde::{Deserialize, Serialize};
 
 use crate::behaviour::{self, BehaviourCondition, BehaviourFinding, BehaviourSummary};
+use crate::checker::{Checker, CheckerVerdict, CheckerVerdicts};
 use crate::comparator::{ComparatorVerdict, OutputComparator};
 use crate::expectation::{ProgramBehaves, ProgramCase, TextCondition};
 use crate::score_policy::{GroupScore, ScorePolicy};
@@ -56,6 +57,9 @@ pub enum ReasonKind {
     /// A behaviour condition could not be decided (not traced, an
     /// incomplete trace, events not kept).
     BehaviourUnknown,
+    /// The checker could not decide (it crashed, ran out of time or memory,
+    /// said FAIL, answered outside its protocol, or its sandbox failed).
+    CheckerUndecided,
 }
 
 impl ReasonKind {
@@ -68,12 +72,13 @@ impl ReasonKind {
             ReasonKind::ComparatorUndecided => "comparator could not decide",
             ReasonKind::NoEvidence => "no stored evidence",
             ReasonKind::BehaviourUnknown => "behaviour not traced or trace incomplete",
+            ReasonKind::CheckerUndecided => "checker could not decide",
         }
     }
 }
 
 /// What happened in one case, as reported in results.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseReport {
     /// `exited`, `timed_out`, `memory_limit`, `compile_error`, `sandbox_error`, `not_run`.
     pub outcome: String,
@@ -82,6 +87,13 @@ pub struct CaseReport {
     pub exit_code: Option<i64>,
     /// `true` matched, `false` failed, `null` undetermined.
     pub matched: Option<bool>,
+    /// The case's score in [0, 1] when a checker gave partial points
+    /// (otherwise 1 when matched, 0 when failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// What the checker said of the output, when one judged it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checker: Option<String>,
     /// Wall time of the program, from its start.
     pub duration_ms: u64,
     /// CPU time of the program, where the backend measured it.
@@ -100,7 +112,10 @@ pub struct CaseReport {
 
 /// One case's result before it is folded into the verdict.
 enum CaseResult {
-    Matched,
+    /// With the checker's message, when one judged the output.
+    Matched(Option<String>),
+    /// Partly right, by the checker: the score, the clause, its message.
+    Partial(f64, String, String),
     /// The clause for the rationale, and the comparator's detail if any.
     Failed(String, Option<String>),
     Undetermined(ReasonKind, String),
@@ -114,6 +129,18 @@ pub fn evaluate(
     behaves: &ProgramBehaves,
     events: &[InvocationEvent],
     comparators: &dyn OutputComparator,
+) -> Verdict {
+    evaluate_checked(behaves, events, comparators, &CheckerVerdicts::new())
+}
+
+/// [`evaluate`], with what a checker program said of each case it judged
+/// (by case index; a case it should have judged and did not is
+/// undetermined).
+pub fn evaluate_checked(
+    behaves: &ProgramBehaves,
+    events: &[InvocationEvent],
+    comparators: &dyn OutputComparator,
+    checks: &CheckerVerdicts,
 ) -> Verdict {
     let profile = behaves.profile.as_str();
     let cases = behaves.cases.as_slice();
@@ -129,6 +156,8 @@ pub fn evaluate(
                 outcome: "not_run".into(),
                 exit_code: None,
                 matched: None,
+                score: None,
+                checker: None,
                 duration_ms: 0,
                 cpu_ms: None,
                 peak_memory_bytes: None,
@@ -139,10 +168,14 @@ pub fn evaluate(
             case_scores.push(None);
             continue;
         };
-        let program_behaviour = behaves.behaviour.as_ref();
+        let mut checker = None;
+        let mut partial = None;
         let (matched, detail) =
-            match evaluate_case(index, case, program_behaviour, event, comparators) {
-                CaseResult::Matched => (Some(true), None),
+            match evaluate_case(index, case, behaves, event, comparators, checks) {
+                CaseResult::Matched(message) => {
+                    checker = message;
+                    (Some(true), None)
+                }
                 CaseResult::Failed(clause, detail) => {
                     let shown = match &detail {
                         Some(detail) => format!("{clause}: {detail}"),
@@ -151,12 +184,19 @@ pub fn evaluate(
                     first_failure.get_or_insert(clause);
                     (Some(false), Some(shown))
                 }
+                CaseResult::Partial(score, clause, message) => {
+                    partial = Some(score);
+                    checker = Some(message);
+                    let shown = clause.clone();
+                    first_failure.get_or_insert(clause);
+                    (Some(false), Some(shown))
+                }
                 CaseResult::Undetermined(kind, clause) => {
                     first_undetermined.get_or_insert((kind, clause.clone()));
                     (None, Some(clause))
                 }
             };
-        case_scores.push(matched.map(|passed| if passed { 1.0 } else { 0.0 }));
+        case_scores.push(partial.or(matched.map(|passed| if passed { 1.0 } else { 0.0 })));
         let usage = event.usage.as_ref();
         reports.push(CaseReport {
             outcome: event.outcome.kind().to_string(),
@@ -165,6 +205,8 @@ pub fn evaluate(
                 _ => None,
             },
             matched,
+            score: partial,
+            checker,
             duration_ms: event.duration_ms,
             cpu_ms: usage.and_then(|u| u.cpu_ms),
             peak_memory_bytes: usage.and_then(|u| u.peak_memory_bytes),
@@ -243,6 +285,8 @@ pub fn no_evidence(profile: &str, cases: usize) -> Verdict {
                 outcome: "not_run".into(),
                 exit_code: None,
                 matched: None,
+                score: None,
+                checker: None,
                 duration_ms: 0,
                 cpu_ms: None,
                 peak_memory_bytes: None,
@@ -314,10 +358,12 @@ fn scored_by_policy(
 fn evaluate_case(
     index: usize,
     case: &ProgramCase,
-    program_behaviour: Option<&BehaviourCondition>,
+    behaves: &ProgramBehaves,
     event: &InvocationEvent,
     comparators: &dyn OutputComparator,
+    checks: &CheckerVerdicts,
 ) -> CaseResult {
+    let program_behaviour: Option<&BehaviourCondition> = behaves.behaviour.as_ref();
     let expected_code = case.expected.exit_code;
     match &event.outcome {
         Outcome::SandboxError { message } => {
@@ -406,8 +452,80 @@ fn evaluate_case(
             }
         }
     }
+    let mut accepted = None;
+    if let Some(checker) = &behaves.checker {
+        match judge_case(index, case, checker, event, comparators, checks) {
+            (_, CheckerVerdict::Accepted(message)) => accepted = Some(message),
+            (_, CheckerVerdict::WrongAnswer(message)) => {
+                return CaseResult::Failed(
+                    format!("case {index} output was judged wrong by the checker"),
+                    Some(message).filter(|m| !m.is_empty()),
+                );
+            }
+            (_, CheckerVerdict::PresentationError(message)) => {
+                return CaseResult::Failed(
+                    format!("case {index} output was judged malformed by the checker"),
+                    Some(message).filter(|m| !m.is_empty()),
+                );
+            }
+            (_, CheckerVerdict::Points { score, message }) if undetermined.is_none() => {
+                return CaseResult::Partial(
+                    score,
+                    format!("case {index} earned {score:.4} of its points from the checker"),
+                    message,
+                );
+            }
+            (_, CheckerVerdict::Points { .. }) => {}
+            (kind, CheckerVerdict::Undetermined(reason)) => {
+                undetermined.get_or_insert((
+                    kind,
+                    format!("case {index} output could not be judged: {reason}"),
+                ));
+            }
+        }
+    }
     match undetermined {
         Some((kind, clause)) => CaseResult::Undetermined(kind, clause),
-        None => CaseResult::Matched,
+        None => CaseResult::Matched(accepted.filter(|m| !m.is_empty())),
+    }
+}
+
+/// What the item's checker says of one case (with the kind of reason an
+/// undetermined answer has): a component is called here; a program's
+/// answer was found before ([`CheckerVerdicts`]).
+fn judge_case(
+    index: usize,
+    case: &ProgramCase,
+    checker: &Checker,
+    event: &InvocationEvent,
+    comparators: &dyn OutputComparator,
+    checks: &CheckerVerdicts,
+) -> (ReasonKind, CheckerVerdict) {
+    let answer = case
+        .expected
+        .answer
+        .as_ref()
+        .map_or(&[][..], |a| a.as_bytes());
+    let input = case
+        .invocation
+        .stdin
+        .as_ref()
+        .map_or(&[][..], |stdin| stdin.as_bytes());
+    match checker {
+        Checker::Component { name, params } => (
+            ReasonKind::CheckerUndecided,
+            comparators.check(name, params, input, &event.stdout, answer),
+        ),
+        Checker::Program(_) => match checks.get(&index) {
+            Some(verdict) => (ReasonKind::CheckerUndecided, verdict.clone()),
+            None => (
+                ReasonKind::NoEvidence,
+                CheckerVerdict::Undetermined(
+                    "no run of the checker on this output is stored (score the item again: \
+                     the program's evidence is reused and only the checker runs)"
+                        .into(),
+                ),
+            ),
+        },
     }
 }

@@ -2,6 +2,7 @@
 //! reuse, sharing and cancellation, replay refusals, the store's part. One
 //! test binary; a module per concern.
 
+mod checkers;
 #[path = "../common/mod.rs"]
 mod common;
 mod doc_flow;

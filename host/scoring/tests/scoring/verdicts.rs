@@ -124,6 +124,7 @@ async fn stderr_and_exit_code_conditions_are_checked() {
                 stderr: Some(TextCondition::equals("usage: square N")),
                 exit_code: 3,
                 behaviour: None,
+                answer: None,
             },
         }],
     );

@@ -231,7 +231,7 @@ fn schemas() -> Value {
                 "value": {"type": ["boolean", "null"]},
                 "rationale": {"type": "string"},
                 "reason": {"type": "string"},
-                "reason_kind": {"enum": ["sandbox_error", "not_run", "unconfirmed_timeout", "comparator_undecided", "no_evidence", "behaviour_unknown"]},
+                "reason_kind": {"enum": ["sandbox_error", "not_run", "unconfirmed_timeout", "comparator_undecided", "no_evidence", "behaviour_unknown", "checker_undecided"]},
                 "observation_ids": {"type": "array", "items": {"type": "string"}},
                 "cases": {"type": "array", "items": schema("CaseReport")},
                 "evidence": {"enum": ["ran", "joined", "stored", "replayed"]},
