@@ -421,6 +421,68 @@ output = "64KiB"
 EOF
 }
 
+# C++ as contests build it, in the cc image pinned by DIGEST:
+# - cpp-codeforces, cpp20-codeforces: Codeforces' compile line (-DONLINE_JUDGE
+#   -O2, C++17 or C++20) and the stack unlimited (as Codeforces and open-r1's
+#   package run programs: deep recursion is not a runtime error);
+# - cpp-ioi: CMS's (-DEVAL -std=gnu++17 -O2) with the task's grader
+#   (graders/grader.cpp or graders/stub.cpp, beside the program) linked in,
+#   its headers found in graders/.
+# The Piston dialect's `codeforces` and `cms_ioi` languages run on them.
+contest_profiles() {
+    local digest="$1"
+    # sh raises the stack's soft limit to its hard one (the engine's default
+    # hard limit is unlimited) and runs the program with its arguments.
+    local unlimited_stack='["sh", "-c", "ulimit -s unlimited 2>/dev/null || ulimit -s \"$(ulimit -H -s)\"; exec /build/main \"$@\"", "main"]'
+    local std name
+    for name in cpp-codeforces cpp20-codeforces; do
+        std=c++17
+        [ "$name" = cpp20-codeforces ] && std=c++20
+        cat <<EOF
+[profiles.${name}]
+backend = "docker"
+image = "${digest}"
+source = "main.cpp"
+compile = ["g++", "-DONLINE_JUDGE", "-O2", "-std=${std}", "-pipe", "-s", "-o", "/build/main", "/sandbox/main.cpp"]
+command = ${unlimited_stack}
+[profiles.${name}.compile_limits]
+memory = "512MiB"
+cpus = 1.0
+pids = 32
+timeout = "30s"
+output = "64KiB"
+tmp = "64MiB"
+[profiles.${name}.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "1MiB"                # tests' answers run to megabytes; a checker judges only a whole output
+EOF
+    done
+    cat <<EOF
+[profiles.cpp-ioi]
+backend = "docker"
+image = "${digest}"
+source = "main.cpp"
+compile = ["sh", "-c", "exec g++ -DEVAL -std=gnu++17 -O2 -pipe -s -I/sandbox/graders -o /build/main /sandbox/main.cpp \$(ls /sandbox/graders/grader.cpp /sandbox/graders/stub.cpp 2>/dev/null)"]
+command = ${unlimited_stack}
+[profiles.cpp-ioi.compile_limits]
+memory = "512MiB"
+cpus = 1.0
+pids = 32
+timeout = "60s"
+output = "64KiB"
+tmp = "64MiB"
+[profiles.cpp-ioi.limits]
+memory = "1GiB"                # IOI tasks allow 1 to 2 GiB; a task's own limit is the item's
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "1MiB"
+EOF
+}
+
 # The docker profile of language LANG, its image pinned by DIGEST. The limits
 # were checked with scripts/docker-compile-run-loop.sh's hardening (read-only
 # root, no network, nobody, no capabilities, tmpfs /tmp) on hello world and
@@ -471,6 +533,7 @@ pids = 64
 timeout = "10s"
 output = "64KiB"
 EOF
+        contest_profiles "$digest"
         ;;
         rust) cat <<EOF
 [profiles.rust]

@@ -1,0 +1,2 @@
+#include <vector>
+long long total(int n, const std::vector<int>& a);

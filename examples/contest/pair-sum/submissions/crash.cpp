@@ -1,0 +1,2 @@
+#include <cstdio>
+int main() { long long n; std::scanf("%lld", &n); volatile int* p = nullptr; std::printf("%d\n", *p); }

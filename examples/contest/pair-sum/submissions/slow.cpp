@@ -1,0 +1,2 @@
+#include <cstdio>
+int main() { long long n; std::scanf("%lld", &n); volatile unsigned long long spin = 0; for (;;) spin++; }

@@ -1,0 +1,3 @@
+n = int(input())
+while True:
+    n += 1
