@@ -5,6 +5,7 @@
 mod scoring_common;
 
 mod architecture;
+mod contest;
 mod engines;
 mod kills;
 mod languages;

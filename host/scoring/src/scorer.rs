@@ -11,9 +11,9 @@ use crate::attempt::Attempt;
 use crate::checker::{self, Checker, CheckerVerdict, CheckerVerdicts};
 use crate::comparator::OutputComparator;
 use crate::error::{ExpectationError, ScoringError};
-use crate::expectation::{ProgramBehaves, ScoringExpectation};
+use crate::expectation::{Condition, ProgramBehaves, ScoringExpectation};
 use crate::replayer::{Replayer, invocations_of};
-use crate::request::{ProgramInput, Score, ScoreRequest, Scored};
+use crate::request::{ObservationRef, ProgramInput, ReplayRequest, Score, ScoreRequest, Scored};
 use crate::source::{EvidenceUse, ProgramExecutionSource, check_belongs};
 use crate::store_call::store_call;
 use crate::verdict::evaluate_checked;
@@ -203,6 +203,33 @@ impl ProgramExecutionScorer {
             verdicts.extend(checker::judged(checker, run, &observation.run.events));
         }
         Ok((verdicts, ids))
+    }
+
+    /// Scores a stored observation against `request.expectation` as
+    /// [`Replayer::replay`] does, after running the expectation's checker
+    /// program on the observation's outputs (or finding its run stored).
+    /// Nothing of the program runs.
+    pub async fn replay_checked(
+        &self,
+        request: ReplayRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Score, ScoringError> {
+        let expectation = self.replayer.canonical(request.expectation.clone());
+        if let [Condition::ProgramBehaves(behaves)] = expectation.conditions.as_slice()
+            && matches!(behaves.checker, Some(Checker::Program(_)))
+        {
+            let id = match &request.observation {
+                ObservationRef::Id(id) => id.clone(),
+                ObservationRef::Given(observation) => observation.id.clone(),
+            };
+            let store = self.source.store();
+            if let Some(observation) = store_call(|| store.observation(&id))? {
+                self.replayer.validate(&expectation)?;
+                self.run_checker(behaves, &observation.run.events, cancel)
+                    .await?;
+            }
+        }
+        self.replayer.replay(request)
     }
 
     /// Scores one program (within a tokio runtime): validates, finds or makes the evidence, applies

@@ -247,7 +247,9 @@ fn schemas() -> Value {
         "CaseReport": {"type": "object", "required": ["outcome", "matched", "duration_ms"],
             "properties": {"outcome": {"type": "string"}, "exit_code": {"type": "integer"},
                 "matched": {"type": ["boolean", "null"]}, "duration_ms": {"type": "integer"},
-                "cpu_ms": {"type": "integer"}, "peak_memory_bytes": {"type": "integer"}, "detail": {"type": "string"}}},
+                "cpu_ms": {"type": "integer"}, "peak_memory_bytes": {"type": "integer"}, "detail": {"type": "string"},
+                "score": {"type": "number", "minimum": 0, "maximum": 1, "description": "the case's partial score, when a checker gave points"},
+                "checker": {"type": "string", "description": "what the checker said of the output"}}},
         "Invocation": {"type": "object", "properties": {
             "args": {"type": "array", "items": {"type": "string"}}, "stdin": {}}},
         "RunRequest": {"type": "object", "required": ["program", "profile"],

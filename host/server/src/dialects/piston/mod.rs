@@ -28,6 +28,11 @@
 //!
 //! `files[0]` is the program; the files after it are placed beside it, in
 //! its folder, by `name` (read-only, seen by the compile and the run).
+//!
+//! open-r1's packages, `codeforces` and `cms_ioi` (the program run, then
+//! judged against the task's answer by its checker), are `packages`.
+
+mod packages;
 
 use std::sync::Arc;
 
@@ -222,6 +227,10 @@ async fn execute_route(
         Ok(JsonBody(request)) => request,
         Err(error) => return refusal(error),
     };
+    // open-r1's packages: the program run, then judged.
+    if let Some(package) = packages::package_of(&request) {
+        return packages::execute_package(&state, request, package).await;
+    }
     let Some(profile) = state.language_profile(&request.language) else {
         return refusal(ApiError::bad_field(
             "language",
