@@ -5,6 +5,7 @@ use serde_json::json;
 
 use crate::ServeIn;
 use crate::{Served, serving_dir};
+use progscore_e2e::Dir;
 
 fn execute(served: &Served, language: &str, code: &str, stdin: &str) -> serde_json::Value {
     let reply = served.post_json(
@@ -164,5 +165,131 @@ fn metrics_count_requests_verdicts_and_evidence() {
         text.lines()
             .any(|l| l.starts_with("progscore_run_seconds_count{profile=\"python\"} 1")),
         "{text}"
+    );
+}
+
+/// A file of examples/contest.
+fn contest(path: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/contest")
+        .join(path);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A request of open-r1's `codeforces` package for pair-sum's test `n`.
+fn codeforces(language: &str, main: &str, checker: Option<&str>, n: usize) -> serde_json::Value {
+    let mut files = vec![json!({"name": "main.cpp", "content": main})];
+    if let Some(checker) = checker {
+        files.push(json!({"name": "checker.py", "content": checker}));
+    }
+    files.extend([
+        json!({"name": "input.txt", "content": contest(&format!("pair-sum/tests/{n}.in"))}),
+        json!({"name": "correct_output.txt", "content": contest(&format!("pair-sum/tests/{n}.ans"))}),
+        json!({"name": "grader_config", "content": "TIME_LIMIT=1\nMEMORY_LIMIT=256\nINPUT_MODE=stdio"}),
+    ]);
+    json!({"language": language, "version": "*", "files": files, "run_timeout": 11000})
+}
+
+#[test]
+fn open_r1_packages_answer_as_theirs_and_never_zero_for_what_proves_nothing() {
+    let dir = Dir::new();
+    dir.edit_config(|text| {
+        format!(
+            "{text}\n[serve]\nprofiles = [\"python\", \"cpp\", \"cpp-codeforces\", \"cpp-ioi\"]\n"
+        )
+    });
+    let served = Served::start(&dir);
+    let checker = contest("pair-sum/checker.py");
+    let post = |body: &serde_json::Value| {
+        let reply = served.post_json("/api/v2/execute", body);
+        (reply.status, reply.json())
+    };
+    // A right answer the jury did not give: only the checker accepts it.
+    let right = contest("pair-sum/submissions/right.cpp");
+    let (status, answer) = post(&codeforces("c++17", &right, Some(&checker), 0));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["compile"]["code"], 0, "{answer}");
+    assert_eq!(answer["run"]["code"], 0, "{answer}");
+    assert_eq!(answer["run"]["stdout"], "1\n", "{answer}");
+    let (_, answer) = post(&codeforces(
+        "cf_python3",
+        &contest("pair-sum/submissions/wrong.py"),
+        Some(&checker),
+        0,
+    ));
+    assert_eq!(answer["run"]["stdout"], "0\n", "{answer}");
+    assert_eq!(
+        answer["compile"]["code"], 0,
+        "a compile stage even for Python: {answer}"
+    );
+    // Without checker.py: the package's diff (tokens, yes/no in any case).
+    let (_, answer) = post(&codeforces("c++17", &right, None, 1));
+    assert_eq!(
+        answer["run"]["stdout"], "1\n",
+        "0 0 is the only pair: {answer}"
+    );
+    let (_, answer) = post(&codeforces("c++17", &right, None, 0));
+    assert_eq!(
+        answer["run"]["stdout"], "0\n",
+        "not the jury's pair: {answer}"
+    );
+    // A build that fails: its code, and no run.
+    let (status, answer) = post(&codeforces("c++17", "int main() { return 0 }", None, 0));
+    assert_eq!(status, 200);
+    assert_ne!(answer["compile"]["code"], 0, "{answer}");
+    assert!(answer.get("run").is_none(), "{answer}");
+    // A checker that crashes says nothing of the program: never "0", a
+    // 503 open-r1's client retries.
+    let (status, answer) = post(&codeforces(
+        "c++17",
+        &contest("pair-sum/submissions/wrong.cpp"),
+        Some("raise SystemExit(3)\n"),
+        0,
+    ));
+    assert_eq!(status, 503, "{answer}");
+    assert_eq!(answer["run"]["status"], "XX", "{answer}");
+    assert!(
+        answer["run"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("checker exited with code 3")),
+        "{answer}"
+    );
+    // A request without the test's input is refused, naming the files.
+    let (status, answer) = post(&json!({"language": "c++17", "files": [
+        {"name": "main.cpp", "content": right},
+        {"name": "grader_config", "content": "TIME_LIMIT=1"}]}));
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["message"].as_str().unwrap().contains("input.txt"),
+        "{answer}"
+    );
+
+    // cms_ioi: the grader linked in, the task's checker, the score printed.
+    let ioi = |submission: &str, n: usize| {
+        let mut files = vec![
+            json!({"name": "graders/sum.cpp", "content": contest(&format!("ioi-sum/submissions/{submission}"))}),
+            json!({"name": "input.txt", "content": contest(&format!("ioi-sum/tests/{n}.in"))}),
+            json!({"name": "correct_output.txt", "content": contest(&format!("ioi-sum/tests/{n}.ans"))}),
+        ];
+        for name in [
+            "graders/sum.h",
+            "graders/grader.cpp",
+            "graders/grader_config.json",
+            "checker/checker.cpp",
+        ] {
+            files.push(json!({"name": name, "content": contest(&format!("ioi-sum/{name}"))}));
+        }
+        post(&json!({"language": "cms_ioi", "files": files, "run_timeout": 4000}))
+    };
+    let (status, answer) = ioi("right.cpp", 3);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["run"]["stdout"], "1\n", "{answer}");
+    let (_, answer) = ioi("overflow.cpp", 3);
+    assert_eq!(answer["run"]["stdout"], "0\n", "{answer}");
+    assert!(
+        answer["run"]["stderr"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("Output isn't correct")),
+        "{answer}"
     );
 }

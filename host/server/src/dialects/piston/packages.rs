@@ -327,7 +327,13 @@ fn judged_stage(score: &Score, event: &InvocationEvent, scored: bool) -> Option<
     let detail = case
         .and_then(|c| c.checker.clone().or_else(|| c.detail.clone()))
         .filter(|d| !d.is_empty())
-        .map(|d| format!("{feedback}: {d}"))
+        .map(|d| {
+            if d.starts_with(&feedback) {
+                d
+            } else {
+                format!("{feedback}: {d}")
+            }
+        })
         .unwrap_or(feedback);
     let stdout = if scored {
         format!("{}\n", trim_score(case_score))
