@@ -34,6 +34,8 @@ use std::collections::BTreeMap;
 use guest_support::{Params, fold_case, is_space, kind_of, normalize_newlines};
 use serde_json::Value;
 
+// The generated export of `check` takes the flattened test (10 arguments).
+#[allow(clippy::too_many_arguments)]
 mod bindings {
     wit_bindgen::generate!({
         path: "../../../wit/checker@0.1.0",
@@ -478,3 +480,68 @@ impl bindings::Guest for Component {
 }
 
 bindings::export!(Component with_types_in bindings);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(params: &str, output: &[u8], truncated: bool, answer: &[u8]) -> Verdict {
+        let options = parse(params).expect("params");
+        let test = Test {
+            input: Vec::new(),
+            output: ObservedStream {
+                bytes: output.to_vec(),
+                truncated,
+                total_bytes: output.len() as u64 + u64::from(truncated),
+            },
+            answer: answer.to_vec(),
+        };
+        check(&options, &test)
+    }
+
+    #[test]
+    fn ordinals() {
+        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111]
+            .into_iter()
+            .map(ordinal)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st",
+                "111th"
+            ]
+        );
+    }
+
+    #[test]
+    fn lines_ignore_one_final_newline_and_cr() {
+        assert_eq!(lines(b""), Vec::<Vec<u8>>::new());
+        assert_eq!(lines(b"a\r\nb"), lines(b"a\nb\n"));
+        assert_eq!(lines(b"a\n\n").len(), 2);
+    }
+
+    #[test]
+    fn params_need_a_known_mode() {
+        assert!(parse("{}").is_err_and(|e| e.contains("\"mode\" is required")));
+        assert!(parse(r#"{"mode":"words"}"#).is_err_and(|e| e.contains("unknown mode")));
+        assert!(parse(r#"{"mode":"yes_no","x":1}"#).is_err_and(|e| e.contains("\"x\"")));
+    }
+
+    #[test]
+    fn a_cut_token_still_counts() {
+        let tokens = r#"{"mode":"tokens"}"#;
+        assert!(matches!(
+            run(tokens, b"1 2", true, b"1"),
+            Verdict::WrongAnswer(_)
+        ));
+        assert!(matches!(
+            run(tokens, b"1 2", true, b"1 2"),
+            Verdict::Undetermined(_)
+        ));
+        assert_eq!(
+            run(tokens, b"1 2", false, b"1 2"),
+            Verdict::Accepted("2 tokens".to_string())
+        );
+    }
+}
