@@ -1,4 +1,4 @@
-//! Builds every comparator guest in the repository's `guests/` for `wasm32-wasip2` (release)
+//! Builds every comparator and checker guest in the repository's `guests/` for `wasm32-wasip2` (release)
 //! and generates `$OUT_DIR/guests.rs`, which names the artifacts:
 //! built-ins are embedded with `include_bytes!`, hostile fixtures and examples
 //! are only named by path (for tests).
@@ -15,6 +15,20 @@ use std::process::Command;
 
 /// Built-in comparators, shipped in the binary, by the name users write.
 const BUILTINS: &[&str] = &["equals", "contains", "regex", "json", "number", "lines"];
+/// Built-in checkers, shipped in the binary (also in `guests/builtin/`): each
+/// guest folder, and the names users write, under each of which the host
+/// registers it with that name as its `mode` parameter.
+const BUILTIN_CHECKERS: &[(&str, &[&str])] = &[(
+    "checkers",
+    &[
+        "tokens",
+        "yes_no",
+        "floats",
+        "sorted_tokens",
+        "unordered_tokens",
+        "exact_lines",
+    ],
+)];
 /// Adversarial fixtures, for tests only.
 const HOSTILE: &[&str] = &[
     "infinite-loop",
@@ -24,9 +38,10 @@ const HOSTILE: &[&str] = &[
     "stdout-flood",
     "garbage",
     "wrong-world",
+    "checker-faults",
 ];
 /// Example user comparators: built so they keep compiling, not embedded.
-const EXAMPLES: &[&str] = &["sorted-lines", "no-connections"];
+const EXAMPLES: &[&str] = &["sorted-lines", "no-connections", "checker-sum"];
 /// Folders of `guests/` that are not guests.
 const NOT_GUESTS: &[&str] = &["support", "target"];
 
@@ -72,6 +87,28 @@ fn main() {
         .expect("write to String");
     }
     code.push_str("];\n\n");
+    code.push_str("/// Built-in checker components: (guest folder, component bytes).\n");
+    code.push_str("pub const BUILTIN_CHECKERS: &[(&str, &[u8])] = &[\n");
+    for (folder, _) in BUILTIN_CHECKERS {
+        let artifact = artifact(&release, &format!("builtin-{folder}"));
+        writeln!(
+            code,
+            "    ({folder:?}, include_bytes!({:?})),",
+            artifact.display()
+        )
+        .expect("write to String");
+    }
+    code.push_str("];\n\n");
+    code.push_str(
+        "/// Built-in checker names: (name users write, guest folder of BUILTIN_CHECKERS).\n",
+    );
+    code.push_str("pub const BUILTIN_CHECKER_NAMES: &[(&str, &str)] = &[\n");
+    for (folder, names) in BUILTIN_CHECKERS {
+        for name in *names {
+            writeln!(code, "    ({name:?}, {folder:?}),").expect("write to String");
+        }
+    }
+    code.push_str("];\n\n");
     code.push_str("/// Hostile test fixtures: (name, path of the component).\n");
     code.push_str("pub const HOSTILE: &[(&str, &str)] = &[\n");
     for name in HOSTILE {
@@ -103,8 +140,13 @@ fn main() {
 /// that has no folder.
 fn check_categories(guests: &Path) {
     let mut problems = Vec::new();
+    let builtin: Vec<&str> = BUILTINS
+        .iter()
+        .copied()
+        .chain(BUILTIN_CHECKERS.iter().map(|(folder, _)| *folder))
+        .collect();
     let categories: [(&str, &[&str]); 3] = [
-        ("builtin", BUILTINS),
+        ("builtin", &builtin),
         ("hostile", HOSTILE),
         ("examples", EXAMPLES),
     ];
@@ -136,7 +178,11 @@ fn check_categories(guests: &Path) {
             if !listed.contains(&name.as_str()) {
                 problems.push(format!(
                     "guests/{category}/{name} is not categorised: add it to the {} list in host/comparator-host/build.rs",
-                    category.to_uppercase()
+                    if category == "builtin" {
+                        "BUILTINS (or BUILTIN_CHECKERS)".to_string()
+                    } else {
+                        category.to_uppercase()
+                    }
                 ));
             }
         }

@@ -13,7 +13,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use progscore_comparator_host::{ComparatorHost, ComparisonOutcome, HostOptions, ObservedStream};
+use progscore_comparator_host::{
+    CheckOutcome, ComparatorHost, ComparisonOutcome, HostOptions, ObservedStream,
+};
 use regex_automata::MatchKind;
 use regex_automata::meta;
 use regex_automata::util::syntax;
@@ -76,6 +78,31 @@ fn main() {
         black_box(value == output.trim_ascii())
     });
     row("equals (match)", wasm, native);
+
+    // The `tokens` checker on the same output, the answer being the expected
+    // text: the guest also tokenizes and compares both sides.
+    let wasm = time(|| {
+        let outcome = host
+            .check("tokens", "{}", b"", &observed, &output)
+            .expect("check");
+        assert!(
+            matches!(outcome, CheckOutcome::Accepted(_)),
+            "tokens: {outcome:?}"
+        );
+        black_box(outcome)
+    });
+    let native = time(|| {
+        let params: serde_json::Value = serde_json::from_str("{}").expect("json");
+        black_box(params);
+        let tokens = |b: &[u8]| -> Vec<Vec<u8>> {
+            b.split(u8::is_ascii_whitespace)
+                .filter(|t| !t.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect()
+        };
+        black_box(tokens(&output) == tokens(&output))
+    });
+    row("tokens checker (accepted)", wasm, native);
 
     // The guest compiles its pattern on every call (fresh instance), so the
     // native side does too, with the same engines: on outputs this short the

@@ -48,14 +48,31 @@ pub enum ComparatorError {
         /// The pin as written.
         pin: String,
     },
-    /// The file is not a comparator component this host can run.
+    /// The file is not a comparator or checker component this host can run.
     #[error(
-        "comparator \"{name}\" is not a usable progscore:comparator component (version 0.1.0 or 0.2.0): {message}"
+        "comparator \"{name}\" is not a usable progscore component (progscore:comparator@0.2.0, \
+         progscore:comparator@0.1.0 or progscore:checker@0.1.0): {message}"
     )]
     NotAComparator {
         name: String,
         /// What is wrong (compile, link or export-check failure).
         message: String,
+    },
+    /// The name is registered in the other role: `compare` or `validate` on
+    /// a checker, `check` or `validate_checker` on a comparator.
+    #[error(
+        "\"{name}\" is a {actual}, not a {wanted}: {}",
+        match actual {
+            crate::ComparatorRole::Checker => "call check (with the input and the answer), not compare",
+            crate::ComparatorRole::Comparator => "call compare, not check",
+        }
+    )]
+    WrongRole {
+        name: String,
+        /// What it is.
+        actual: crate::ComparatorRole,
+        /// What the call needs.
+        wanted: crate::ComparatorRole,
     },
     /// The comparator refused its parameters.
     #[error("comparator \"{name}\": invalid parameters: {message}")]

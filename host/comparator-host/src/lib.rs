@@ -3,7 +3,11 @@
 //! `wit/comparator@0.2.0`, which also sees the invocation's traced behaviour)
 //! in a sandbox and hands callers a plain, synchronous
 //! [`ComparatorHost::compare`] ([`ComparatorHost::compare_in_context`] with
-//! the behaviour).
+//! the behaviour). It runs checkers too: components that export the `checker`
+//! world of `wit/checker@0.1.0` (the competitive-programming "special judge")
+//! and judge a test's output given its input and the jury's answer
+//! ([`ComparatorHost::check`]), under the same limits. Comparators and
+//! checkers share one namespace of names.
 //!
 //! The host owns the wasmtime engine, an on-disk cache of compiled comparators
 //! (keyed by the component's sha256 and the engine's compatibility hash), the
@@ -11,7 +15,8 @@
 //! (a wall-clock deadline via epoch interruption and a memory cap). Guests get
 //! no files, environment, arguments, network, randomness or real clocks; a guest
 //! that traps, runs out of time or memory, or returns garbage yields
-//! [`ComparisonOutcome::Undetermined`], never a failure of the host.
+//! [`ComparisonOutcome::Undetermined`] (a checker [`CheckOutcome::Undetermined`]),
+//! never a failure of the host.
 //!
 //! ```no_run
 //! use progscore_comparator_host::{ComparatorHost, HostOptions, ObservedStream};
@@ -21,6 +26,11 @@
 //! host.validate("equals", r#"{"value": "9"}"#)?;
 //! let outcome = host.compare("equals", r#"{"value": "9"}"#, &ObservedStream::complete(b"9\n".to_vec()))?;
 //! assert!(outcome.is_match());
+//!
+//! let answer = b"1.0 2\n";
+//! let output = ObservedStream::complete(b"1.0000001 2\n".to_vec());
+//! let judged = host.check("floats", "{}", b"", &output, answer)?;
+//! assert!(judged.is_accepted());
 //! # Ok::<(), progscore_comparator_host::ComparatorError>(())
 //! ```
 
@@ -32,7 +42,7 @@ mod options;
 mod runtime;
 
 pub use error::ComparatorError;
-pub use host::{ComparatorHost, ComparatorInfo, ComparatorSource};
+pub use host::{ComparatorHost, ComparatorInfo, ComparatorRole, ComparatorSource};
 pub use options::HostOptions;
 
 /// The newest WIT package version this host implements.
@@ -42,9 +52,18 @@ pub const WIT_VERSION: &str = "0.2.0";
 /// keep working).
 pub const WIT_VERSIONS: &[&str] = &["0.1.0", "0.2.0"];
 
+/// The version of the checker WIT package (`progscore:checker`) this host
+/// implements.
+pub const CHECKER_WIT_VERSION: &str = "0.1.0";
+
 /// Names of the built-in comparators, as users write them.
 pub fn builtin_names() -> impl Iterator<Item = &'static str> {
     guests::BUILTINS.iter().map(|(name, _)| *name)
+}
+
+/// Names of the built-in checkers, as users write them.
+pub fn builtin_checker_names() -> impl Iterator<Item = &'static str> {
+    guests::BUILTIN_CHECKER_NAMES.iter().map(|(name, _)| *name)
 }
 
 /// Components built from `guests/` by the build script.
@@ -63,7 +82,8 @@ pub mod test_guests {
         HOSTILE.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
     }
 
-    /// The path of the example comparator `name` (e.g. `"sorted-lines"`).
+    /// The path of the example comparator or checker `name` (e.g.
+    /// `"sorted-lines"`).
     pub fn example(name: &str) -> Option<&'static str> {
         EXAMPLES.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
     }
@@ -168,6 +188,47 @@ impl ComparisonOutcome {
         match self {
             ComparisonOutcome::Match => None,
             ComparisonOutcome::Mismatch(r) | ComparisonOutcome::Undetermined(r) => Some(r),
+        }
+    }
+}
+
+/// What a checker judged.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CheckOutcome {
+    /// The output is correct; the checker's message.
+    Accepted(String),
+    /// The output is wrong; why, for a human.
+    WrongAnswer(String),
+    /// The output is unreadable as the task's format; why.
+    PresentationError(String),
+    /// The output earns part of the test's value.
+    Points {
+        /// The share earned, in [0, 1] (the host turns any other score into
+        /// [`CheckOutcome::Undetermined`]).
+        score: f64,
+        /// Why, for a human.
+        message: String,
+    },
+    /// Nothing could be decided: the checker said so (e.g. truncated
+    /// output), said the jury's data is wrong (`fail`), returned a score
+    /// outside [0, 1], or trapped, ran out of time or memory, or misbehaved.
+    Undetermined(String),
+}
+
+impl CheckOutcome {
+    /// Whether this is [`CheckOutcome::Accepted`].
+    pub fn is_accepted(&self) -> bool {
+        matches!(self, CheckOutcome::Accepted(_))
+    }
+
+    /// The checker's message, or the reason of an undetermined outcome.
+    pub fn message(&self) -> &str {
+        match self {
+            CheckOutcome::Accepted(m)
+            | CheckOutcome::WrongAnswer(m)
+            | CheckOutcome::PresentationError(m)
+            | CheckOutcome::Undetermined(m)
+            | CheckOutcome::Points { message: m, .. } => m,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! it must survive every hostile guest in the same process.
 
 mod builtins;
+mod checkers;
 mod hostile;
 mod user;
 
