@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use progscore_comparator_host::{
-    ComparatorError, ComparatorHost, ComparisonOutcome, ObservedBehaviour, ObservedEvent,
-    ObservedStream, ObservedTrace,
+    CheckOutcome, ComparatorError, ComparatorHost, ComparisonOutcome, ObservedBehaviour,
+    ObservedEvent, ObservedStream, ObservedTrace,
 };
 use progscore_sandbox::{Behaviour, CapturedStream};
-use progscore_scoring::{ComparatorRefusal, ComparatorVerdict, OutputComparator};
+use progscore_scoring::{CheckerVerdict, ComparatorRefusal, ComparatorVerdict, OutputComparator};
 
 /// [`OutputComparator`] over a [`ComparatorHost`]: refusals and verdicts
 /// mapped faithfully, and any fault of a comparator undetermined.
@@ -70,6 +70,56 @@ impl OutputComparator for WasmComparators {
             Err(error) => {
                 ComparatorVerdict::Undetermined(format!("the comparator failed: {error}"))
             }
+        }
+    }
+
+    fn validate_checker(
+        &self,
+        checker: &str,
+        params: &serde_json::Value,
+    ) -> Result<(), ComparatorRefusal> {
+        match self.0.validate_checker(checker, &params.to_string()) {
+            Ok(()) => Ok(()),
+            Err(ComparatorError::UnknownComparator { name, .. }) => {
+                Err(ComparatorRefusal::UnknownChecker { name })
+            }
+            // A comparator's name, bad parameters, or a `validate` that
+            // trapped: refused, and the message says which.
+            Err(error) => Err(ComparatorRefusal::InvalidParams {
+                name: checker.to_string(),
+                message: error.to_string(),
+            }),
+        }
+    }
+
+    fn check(
+        &self,
+        checker: &str,
+        params: &serde_json::Value,
+        input: &[u8],
+        output: &CapturedStream,
+        answer: &[u8],
+    ) -> CheckerVerdict {
+        let stream = ObservedStream {
+            bytes: output.data.as_bytes().to_vec(),
+            truncated: output.truncated,
+            total_bytes: output.total_bytes,
+        };
+        match self
+            .0
+            .check(checker, &params.to_string(), input, &stream, answer)
+        {
+            Ok(CheckOutcome::Accepted(message)) => CheckerVerdict::Accepted(message),
+            Ok(CheckOutcome::WrongAnswer(message)) => CheckerVerdict::WrongAnswer(message),
+            Ok(CheckOutcome::PresentationError(message)) => {
+                CheckerVerdict::PresentationError(message)
+            }
+            Ok(CheckOutcome::Points { score, message }) => {
+                CheckerVerdict::Points { score, message }
+            }
+            Ok(CheckOutcome::Undetermined(reason)) => CheckerVerdict::Undetermined(reason),
+            // Validation ran before anything did: a fault of the checker.
+            Err(error) => CheckerVerdict::Undetermined(format!("the checker failed: {error}")),
         }
     }
 }
