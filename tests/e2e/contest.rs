@@ -202,3 +202,48 @@ fn contest_problems_are_judged_by_their_checkers_and_subtasks() {
         assert_eq!(crash["score"], 0.0, "{crash}");
     }
 }
+
+#[test]
+fn a_profiles_time_factor_scales_a_problems_time_limit_and_is_recorded() {
+    let dir = Dir::new();
+    dir.edit_config(|text| {
+        progscore_test_kit::replace_required(
+            &text,
+            "[profiles.python]\n",
+            "[profiles.python]\ntime_factor = { multiply = 3.0, add = \"500ms\" }\n",
+        )
+    });
+    // A problem's 1 s, calibrated for C++: this Python program needs 1.5 s
+    // of wall time, within 1 s x 3 + 0.5 s.
+    let behaves = json!({"profile": "python", "limits": {"timeout": "1s"},
+        "cases": [{"invocation": {"stdin": ""}, "expected": {"stdout": {"equals": "done"}}}]});
+    dir.write(
+        "slow.jsonl",
+        line(
+            "sleeps",
+            "import time\ntime.sleep(1.5)\nprint('done')\n",
+            behaves,
+        ) + "\n",
+    );
+    let output = dir.run(&["score", "slow.jsonl"]);
+    let result = &result_lines(&stdout(&output))[0];
+    assert_eq!(verdict(result), "true", "{result}");
+    // The observation says what ran: the factor and the scaled limit.
+    let id = result["observation_ids"][0]
+        .as_str()
+        .expect("an observation");
+    let shown = dir.run(&["observations", "show", id]);
+    let observation: Value = serde_json::from_str(&stdout(&shown)).expect("JSON");
+    let fingerprint = &observation["profile_fingerprint"];
+    assert_eq!(
+        fingerprint["time_factor"],
+        json!({"multiply": 3.0, "add_ms": 500}),
+        "{fingerprint}"
+    );
+    assert_eq!(fingerprint["limits"]["timeout_ms"], 3500, "{fingerprint}");
+    // A rescore of the same item finds the same evidence.
+    let output = dir.run(&["rescore", "slow.jsonl"]);
+    let result = &result_lines(&stdout(&output))[0];
+    assert_eq!(result["evidence"], "stored", "{result}");
+    assert_eq!(verdict(result), "true", "{result}");
+}

@@ -734,9 +734,22 @@ fn check_limits(behaves: &ProgramBehaves, stored: &Observation) -> Result<(), Sc
         else {
             return Err(differs(format!("it ran with no {section}")).into());
         };
-        let changed = ran
+        let mut changed = ran
             .changed(&stored.profile, section, asked)
             .map_err(ExpectationError::limits)?;
+        // The profile scaled the program's own time limits as it ran.
+        if section == "limits"
+            && let Some(factor) = stored.profile_fingerprint.get("time_factor").and_then(|f| {
+                serde_json::from_value::<progscore_sandbox::TimeFactor>(f.clone()).ok()
+            })
+        {
+            if asked.timeout.is_some() {
+                changed.timeout_ms = factor.apply(changed.timeout_ms);
+            }
+            if asked.cpu_time.is_some() {
+                changed.cpu_time_ms = changed.cpu_time_ms.map(|ms| factor.apply(ms));
+            }
+        }
         if changed != ran {
             return Err(differs(format!(
                 "{section} asked {}, ran under {}",

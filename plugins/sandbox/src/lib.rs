@@ -41,7 +41,8 @@ pub use owner::{
 pub use profile::{
     Artifact, BUILD_PATH, Backend, CompileStep, DEFAULT_DOCKER_USER, DEFAULT_SENSITIVE_PATHS,
     ImageRef, Limits, LimitsSpec, PartialLimitsSpec, PinnedFile, ProfileError, ProfileSpec,
-    RuntimeProfile, SANDBOX_DIR, Stage, TraceSettings, TraceSpec, is_sha256_hex,
+    RuntimeProfile, SANDBOX_DIR, Stage, TimeFactor, TimeFactorSpec, TraceSettings, TraceSpec,
+    is_sha256_hex,
 };
 pub use run::{
     CapturedStream, CompileEvent, InvocationEvent, Outcome, ProgramRun, Provenance, ResourceUsage,

@@ -36,6 +36,7 @@ pub fn profile(name: &str, output: &str) -> RuntimeProfile {
         compile_limits: None,
         engines: None,
         trace: None,
+        time_factor: None,
     };
     RuntimeProfile::from_spec(name, &spec, Path::new(".")).expect("a valid test profile")
 }

@@ -23,7 +23,7 @@ pub use artifact::{Artifact, ImageRef, PinnedFile, is_sha256_hex};
 pub use build::{BUILD_PATH, CompileStep, DEFAULT_SOURCE, SANDBOX_DIR, Stage};
 pub use error::ProfileError;
 pub use limits::Limits;
-pub use spec::{LimitsSpec, PartialLimitsSpec, PinnedFileSpec, ProfileSpec};
+pub use spec::{LimitsSpec, PartialLimitsSpec, PinnedFileSpec, ProfileSpec, TimeFactorSpec};
 pub use trace::{DEFAULT_SENSITIVE_PATHS, TraceSettings, TraceSettingsSpec, TraceSpec};
 
 use artifact::resolve_pinned;
@@ -84,6 +84,58 @@ pub struct RuntimeProfile {
     pub engines: Vec<String>,
     /// Whether (and how) each invocation's behaviour is traced.
     pub trace: Option<TraceSettings>,
+    /// How a program's own time limits are scaled (see
+    /// [`ProfileSpec::time_factor`]).
+    pub time_factor: Option<TimeFactor>,
+}
+
+/// A checked `time_factor`: a program's own time limit `t` runs as
+/// `t * multiply + add_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TimeFactor {
+    /// The factor, at least 1.
+    pub multiply: f64,
+    /// Milliseconds added.
+    pub add_ms: u64,
+}
+
+impl TimeFactor {
+    fn from_spec(profile: &str, spec: &TimeFactorSpec) -> Result<TimeFactor, ProfileError> {
+        let bad = |field: &'static str, value: String, reason: &str| ProfileError::BadLimit {
+            profile: profile.to_string(),
+            section: "time_factor",
+            field,
+            value,
+            reason: reason.to_string(),
+        };
+        let multiply = spec.multiply.unwrap_or(1.0);
+        if !(1.0..=100.0).contains(&multiply) {
+            return Err(bad(
+                "multiply",
+                multiply.to_string(),
+                "must be between 1 and 100 (a factor that shortens a limit would fail programs the problem allows)",
+            ));
+        }
+        let add_ms = match &spec.add {
+            None => 0,
+            Some(text) => {
+                let added = humantime::parse_duration(text).map_err(|e| {
+                    bad(
+                        "add",
+                        text.clone(),
+                        &format!("not a duration ({e}); e.g. \"1s\""),
+                    )
+                })?;
+                u64::try_from(added.as_millis()).unwrap_or(u64::MAX)
+            }
+        };
+        Ok(TimeFactor { multiply, add_ms })
+    }
+
+    /// `ms` scaled.
+    pub fn apply(&self, ms: u64) -> u64 {
+        ((ms as f64) * self.multiply).round() as u64 + self.add_ms
+    }
 }
 
 impl RuntimeProfile {
@@ -244,6 +296,11 @@ impl RuntimeProfile {
             compile,
             engines: spec.engines.clone().unwrap_or_default(),
             trace: TraceSettings::from_spec(&profile, spec.trace.as_ref())?,
+            time_factor: spec
+                .time_factor
+                .as_ref()
+                .map(|factor| TimeFactor::from_spec(&profile, factor))
+                .transpose()?,
         })
     }
 
@@ -260,6 +317,16 @@ impl RuntimeProfile {
         let mut variant = self.clone();
         if let Some(change) = limits {
             variant.limits = self.limits.changed(&self.name, "limits", change)?;
+            // The program's own time limits, scaled for this language.
+            if let Some(factor) = &self.time_factor {
+                if change.timeout.is_some() {
+                    variant.limits.timeout_ms = factor.apply(variant.limits.timeout_ms);
+                }
+                if change.cpu_time.is_some() {
+                    variant.limits.cpu_time_ms =
+                        variant.limits.cpu_time_ms.map(|ms| factor.apply(ms));
+                }
+            }
         }
         if let Some(change) = compile_limits {
             let Some(compile) = &mut variant.compile else {
@@ -339,6 +406,9 @@ impl RuntimeProfile {
         }
         if let Some(trace) = &self.trace {
             fingerprint["trace"] = serde_json::json!(trace);
+        }
+        if let Some(factor) = &self.time_factor {
+            fingerprint["time_factor"] = serde_json::json!(factor);
         }
         fingerprint
     }
@@ -686,5 +756,50 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("imgae"), "{err}");
+    }
+
+    #[test]
+    fn a_time_factor_scales_a_programs_own_time_limits_and_is_in_the_fingerprint() {
+        let mut spec = docker_spec(DIGEST);
+        spec.time_factor = Some(TimeFactorSpec {
+            multiply: Some(3.0),
+            add: Some("1s".into()),
+        });
+        let profile = RuntimeProfile::from_spec("python", &spec, Path::new(".")).unwrap();
+        assert_eq!(
+            profile.limits.timeout_ms, 10_000,
+            "the profile's own: unscaled"
+        );
+        let problem = PartialLimitsSpec {
+            timeout: Some("2s".into()),
+            cpu_time: Some("1s".into()),
+            ..PartialLimitsSpec::default()
+        };
+        let variant = profile.with_limits(Some(&problem), None).unwrap();
+        assert_eq!(variant.limits.timeout_ms, 7_000, "2s x 3 + 1s");
+        assert_eq!(variant.limits.cpu_time_ms, Some(4_000), "1s x 3 + 1s");
+        assert_eq!(
+            variant.fingerprint_json()["time_factor"],
+            serde_json::json!({"multiply": 3.0, "add_ms": 1000})
+        );
+        // Without one, nothing changes, and the fingerprint has no such key.
+        let plain =
+            RuntimeProfile::from_spec("python", &docker_spec(DIGEST), Path::new(".")).unwrap();
+        assert_eq!(
+            plain
+                .with_limits(Some(&problem), None)
+                .unwrap()
+                .limits
+                .timeout_ms,
+            2_000
+        );
+        assert!(plain.fingerprint_json().get("time_factor").is_none());
+        // A factor that would shorten a problem's limit is refused, named.
+        spec.time_factor = Some(TimeFactorSpec {
+            multiply: Some(0.5),
+            add: None,
+        });
+        let err = RuntimeProfile::from_spec("python", &spec, Path::new(".")).unwrap_err();
+        assert!(err.to_string().contains("time_factor.multiply"), "{err}");
     }
 }

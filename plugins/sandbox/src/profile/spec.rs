@@ -62,6 +62,26 @@ pub struct ProfileSpec {
     /// the sandbox where the backend can, else `not_traced` with the reason.
     #[serde(default)]
     pub trace: Option<TraceSpec>,
+    /// How a program's own time limits (an item's `limits.timeout` and
+    /// `limits.cpu_time`) are scaled under this profile: `multiply` then
+    /// `add`, as judges give slower languages more time for one problem
+    /// (`{ multiply = 3, add = "1s" }`). The profile's own limits are not
+    /// scaled.
+    #[serde(default)]
+    pub time_factor: Option<TimeFactorSpec>,
+}
+
+/// `time_factor = { multiply = K, add = "C" }` (see
+/// [`ProfileSpec::time_factor`]).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeFactorSpec {
+    /// The factor (1 when absent).
+    #[serde(default)]
+    pub multiply: Option<f64>,
+    /// Added after multiplying (`"500ms"`; none when absent).
+    #[serde(default)]
+    pub add: Option<String>,
 }
 
 /// Limits of which only some keys are written; the rest come from a base
