@@ -212,10 +212,41 @@ image_packages() {
     esac
 }
 
-# The cache key of image NAME: its package list's hash. A changed list is a
-# new tarball and a new image (the old cache is never reused for it).
+# Node's type declarations for the TypeScript image, from npm (Debian has none):
+# the release of tsc 4.8's time (Debian's node-typescript), so that its
+# declarations parse. Programs that use Node's API (require, process) compile.
+NODE_TYPES="@types/node@18.7.23"
+
+# What an image holds beyond its Debian packages (npm packages, by name@version).
+image_extras() {
+    case "$1" in
+        typescript-sandbox) echo "$NODE_TYPES" ;;
+    esac
+}
+
+# The cache key of image NAME: the hash of its package list (and extras). A
+# changed list is a new tarball and a new image (the old cache is never reused
+# for it).
 image_key() {
-    printf '%s' "$(image_packages "$1")" | sha256sum | cut -c1-12
+    printf '%s%s' "$(image_packages "$1")" "$(image_extras "$1")" | sha256sum | cut -c1-12
+}
+
+# Unpacks image NAME's npm extras into ROOTFS's /usr/lib/node_modules (the
+# packages are fetched once by npm into $CACHE_DIR).
+add_image_extras() {
+    local name="$1" rootfs="$2" spec tgz target
+    for spec in $(image_extras "$name"); do
+        tgz="$CACHE_DIR/npm-$(printf '%s' "$spec" | tr '/@' '__').tgz"
+        if [ ! -s "$tgz" ]; then
+            command -v npm >/dev/null || { log "npm is needed to fetch $spec for $name"; return 1; }
+            local packed
+            packed="$(cd "$CACHE_DIR" && npm pack --silent "$spec")" || { log "npm pack $spec failed"; return 1; }
+            mv "$CACHE_DIR/$packed" "$tgz"
+        fi
+        target="$rootfs/usr/lib/node_modules/${spec%@*}"
+        mkdir -p "$target"
+        tar -xzf "$tgz" -C "$target" --strip-components=1
+    done
 }
 
 # --languages LIST (or PROGSCORE_LANGUAGES) -> LANGUAGES, space separated, checked.
@@ -275,6 +306,7 @@ build_rootfs_tarball() {
         log "debootstrap of $name failed ($(grep -m1 '^E:' "$debootstrap_log" || echo 'see its log')); again"
         sleep $((attempt * 5))
     done
+    add_image_extras "$name" "$rootfs" || return 1
     # Keep the image small: package caches, lists and docs are not needed to run programs.
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/cache/apt/*.bin \
         "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/doc "$rootfs"/usr/share/man \
@@ -672,31 +704,40 @@ timeout = "10s"
 output = "64KiB"
 EOF
         ;;
-        typescript) cat <<EOF
-[profiles.typescript]
+        typescript) for name in typescript typescript-node; do
+            # typescript: no declarations of Node's API, so programs declare
+            # require themselves (MultiPL-E's 159 HumanEval items all write
+            # `declare var require: any`, which Node's own declarations would
+            # contradict). typescript-node: Node's type declarations
+            # (@types/node, from npm: Debian has none), so programs that use
+            # require and process as Node's API types them compile.
+            local types=""
+            [ "$name" = typescript-node ] && types='"--typeRoots", "/usr/lib/node_modules/@types", "--types", "node", '
+            cat <<EOF
+[profiles.${name}]
 backend = "docker"
 image = "${digest}"
 source = "main.ts"
 # tsc 4.8 (Debian's node-typescript) type-checks and emits /build/main.js;
 # a type error is a compile error (--noEmitOnError), as MultiPL-E counts it.
-# es2022: the language level node 18 runs; no @types/node, so programs
-# declare require themselves (MultiPL-E's tests do).
-compile = ["node", "--max-old-space-size=384", "/usr/bin/tsc", "--target", "es2022", "--module", "commonjs", "--skipLibCheck", "--noEmitOnError", "--outDir", "/build", "/sandbox/main.ts"]
+# es2022: the language level node 18 runs.
+compile = ["node", "--max-old-space-size=384", "/usr/bin/tsc", "--target", "es2022", "--module", "commonjs", "--skipLibCheck", "--noEmitOnError", ${types}"--outDir", "/build", "/sandbox/main.ts"]
 command = ["node", "--max-old-space-size=128", "/build/main.js"]
-[profiles.typescript.compile_limits]
+[profiles.${name}.compile_limits]
 memory = "512MiB"              # tsc peaks ~100MiB on hello world; its V8 heap is capped at 384MiB below the limit
 cpus = 1.0
 pids = 32                      # node's V8 and libuv threads (~11)
 timeout = "60s"                # tsc starts slowly: ~3s for hello world
 output = "64KiB"
 tmp = "64MiB"
-[profiles.typescript.limits]
+[profiles.${name}.limits]
 memory = "256MiB"              # as javascript's: a 128MiB V8 heap
 cpus = 1.0
 pids = 64
 timeout = "10s"
 output = "64KiB"
 EOF
+        done
         ;;
         csharp) cat <<EOF
 [profiles.csharp]

@@ -689,6 +689,17 @@ fn all_language_items(dir: &Dir) -> Vec<Item> {
     numpy.stdin = Some("1\n2\n3\n".into());
     numpy.expected_stdout = Some(serde_json::json!({"equals": "ok"}));
     items.push(numpy);
+    // Node's API as Node's own declarations type it (no `declare var
+    // require`): typescript-node has them.
+    let mut node_api = item(
+        "typescript-node/node_api".into(),
+        "typescript-node",
+        probe_source("typescript", "ts", "node_api"),
+        Expect::Passes,
+    );
+    node_api.stdin = Some("1 2 3\n".into());
+    node_api.expected_stdout = Some(serde_json::json!({"equals": "6 6f6b"}));
+    items.push(node_api);
     let mut rust = item(
         "rust/edition_2024".into(),
         "rust",
