@@ -466,17 +466,21 @@ contest_profiles() {
     # sh raises the stack's soft limit to its hard one (the engine's default
     # hard limit is unlimited) and runs the program with its arguments.
     local unlimited_stack='["sh", "-c", "ulimit -s unlimited 2>/dev/null || ulimit -s \"$(ulimit -H -s)\"; exec /build/main \"$@\"", "main"]'
-    local std name
-    for name in cpp-codeforces cpp20-codeforces; do
+    # cpp-codeforces-file: file I/O, as old problems ask (see python-file).
+    local file_io='["sh", "-c", "ulimit -s unlimited 2>/dev/null || ulimit -s \"$(ulimit -H -s)\"; cd /tmp && cat > input.txt && /build/main \"$@\" > /dev/null && exec cat output.txt", "main"]'
+    local std name command
+    for name in cpp-codeforces cpp20-codeforces cpp-codeforces-file; do
         std=c++17
         [ "$name" = cpp20-codeforces ] && std=c++20
+        command="$unlimited_stack"
+        [ "$name" = cpp-codeforces-file ] && command="$file_io"
         cat <<EOF
 [profiles.${name}]
 backend = "docker"
 image = "${digest}"
 source = "main.cpp"
 compile = ["g++", "-DONLINE_JUDGE", "-O2", "-std=${std}", "-pipe", "-s", "-o", "/build/main", "/sandbox/main.cpp"]
-command = ${unlimited_stack}
+command = ${command}
 [profiles.${name}.compile_limits]
 memory = "512MiB"
 cpus = 1.0
@@ -956,6 +960,21 @@ cpus = 1.0
 pids = 64
 timeout = "10s"
 output = "64KiB"
+
+# File I/O, as old contest problems ask: the case's stdin becomes input.txt in
+# the program's working folder (/tmp, writable), the program's stdout is
+# dropped, and its output.txt is the case's stdout (a program that writes none
+# fails: cat exits 1).
+[profiles.python-file]
+backend = "docker"
+image = "${digest}"
+command = ["sh", "-c", "cd /tmp && cat > input.txt && python3 -I \"\$@\" > /dev/null && exec cat output.txt", "main"]
+[profiles.python-file.limits]
+memory = "256MiB"
+cpus = 1.0
+pids = 64
+timeout = "10s"
+output = "1MiB"
 
 # The same image by image id, for users who do not run a registry.
 [profiles.python-by-id]

@@ -195,7 +195,7 @@ fn open_r1_packages_answer_as_theirs_and_never_zero_for_what_proves_nothing() {
     let dir = Dir::new();
     dir.edit_config(|text| {
         format!(
-            "{text}\n[serve]\nprofiles = [\"python\", \"cpp\", \"cpp-codeforces\", \"cpp-ioi\"]\n"
+            "{text}\n[serve]\nprofiles = [\"python\", \"python-file\", \"cpp\", \"cpp-codeforces\", \"cpp-ioi\"]\n"
         )
     });
     let served = Served::start(&dir);
@@ -233,6 +233,24 @@ fn open_r1_packages_answer_as_theirs_and_never_zero_for_what_proves_nothing() {
         answer["run"]["stdout"], "0\n",
         "not the jury's pair: {answer}"
     );
+    // INPUT_MODE=file: input.txt in, output.txt out.
+    let mut file_io = codeforces(
+        "cf_python3",
+        &contest("pair-sum/submissions/right-file.py"),
+        Some(&checker),
+        0,
+    );
+    file_io["files"][4]["content"] = json!("TIME_LIMIT=1\nMEMORY_LIMIT=256\nINPUT_MODE=file");
+    let (status, answer) = post(&file_io);
+    assert_eq!(
+        (status, &answer["run"]["stdout"]),
+        (200, &json!("1\n")),
+        "{answer}"
+    );
+    // A program that reads stdin finds nothing there.
+    file_io["files"][0]["content"] = json!(contest("pair-sum/submissions/right.py"));
+    let (_, answer) = post(&file_io);
+    assert_eq!(answer["run"]["stdout"], "0\n", "{answer}");
     // A build that fails: its code, and no run.
     let (status, answer) = post(&codeforces("c++17", "int main() { return 0 }", None, 0));
     assert_eq!(status, 200);

@@ -5,8 +5,9 @@
 //! `cf_c++17`, `c++20`, `python3`, `cf_python3`, ...) and carries
 //! `main.<ext>`, `input.txt`, `correct_output.txt`, an optional
 //! `checker.py` and `grader_config` (`TIME_LIMIT` seconds, `MEMORY_LIMIT`
-//! MB, `INPUT_MODE`). A `cms_ioi` request carries the submission as
-//! `graders/<task>.cpp`, `input.txt`, an optional `correct_output.txt`, the
+//! MB, `INPUT_MODE`: `file` runs the program on `input.txt` and takes its
+//! `output.txt`, under `cpp-codeforces-file` or `python-file`). A `cms_ioi`
+//! request carries the submission as `graders/<task>.cpp`, `input.txt`, an optional `correct_output.txt`, the
 //! task's graders (`graders/grader.cpp`, `graders/<task>.h`,
 //! `graders/grader_config.json` with `task_type`, `time_limit` seconds and
 //! `memory_limit` bytes) and an optional `checker/checker.cpp`.
@@ -66,12 +67,17 @@ pub(super) enum CodeforcesLanguage {
 }
 
 impl CodeforcesLanguage {
-    fn profile(self) -> &'static str {
-        match self {
-            CodeforcesLanguage::Cpp17 => "cpp-codeforces",
-            CodeforcesLanguage::Cpp20 => "cpp20-codeforces",
-            CodeforcesLanguage::Python3 => "python",
-        }
+    /// The profile it runs under: with stdin and stdout, or with
+    /// `input.txt` and `output.txt` (`file_io`), where one is served.
+    fn profile(self, file_io: bool) -> Option<&'static str> {
+        Some(match (self, file_io) {
+            (CodeforcesLanguage::Cpp17, false) => "cpp-codeforces",
+            (CodeforcesLanguage::Cpp17, true) => "cpp-codeforces-file",
+            (CodeforcesLanguage::Cpp20, false) => "cpp20-codeforces",
+            (CodeforcesLanguage::Cpp20, true) => return None,
+            (CodeforcesLanguage::Python3, false) => "python",
+            (CodeforcesLanguage::Python3, true) => "python-file",
+        })
     }
 }
 
@@ -408,7 +414,6 @@ fn codeforces_task(
     request: &ExecuteRequest,
     language: CodeforcesLanguage,
 ) -> Result<Task, ApiError> {
-    let profile = contest_profile(state, language.profile(), &request.language)?;
     let mut files = Files::of(request)?;
     let main = files
         .first
@@ -445,12 +450,18 @@ fn codeforces_task(
             _ => {}
         }
     }
-    if file_input {
+    // INPUT_MODE=file: the profile gives the program input.txt and takes
+    // its output.txt as its output.
+    let Some(profile) = language.profile(file_input) else {
         return Err(ApiError::bad_field(
             "files[grader_config].content",
-            "INPUT_MODE=file (input.txt and output.txt instead of stdin and stdout) is not served yet",
+            format!(
+                "INPUT_MODE=file is served for C++17 and Python, not {}",
+                request.language
+            ),
         ));
-    }
+    };
+    let profile = contest_profile(state, profile, &request.language)?;
     let input = files
         .take("input.txt")
         .ok_or_else(|| ApiError::bad_field("files", "the codeforces package needs input.txt"))?;
