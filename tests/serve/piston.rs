@@ -311,3 +311,39 @@ fn open_r1_packages_answer_as_theirs_and_never_zero_for_what_proves_nothing() {
         "{answer}"
     );
 }
+
+/// `/v1` takes checkers as a batch line does: a component by name with its
+/// parameters, judged against each case's answer.
+#[test]
+fn v1_scores_with_a_checker_component_and_names_a_bad_one() {
+    let dir = serving_dir("");
+    let served = Served::start(&dir);
+    let item = |program: &str, checker: serde_json::Value| {
+        json!({"id": "third", "program": program, "expectation": {"conditions": [{"program_behaves": {
+            "profile": "python", "checker": checker,
+            "cases": [{"invocation": {"stdin": "3\n"}, "expected": {"answer": "0.333333333\n"}}]}}]}})
+    };
+    let floats = json!({"component": {"name": "floats", "params": {"abs": 1e-6}}});
+    let close = served.post_json(
+        "/v1/score",
+        &item("print(round(1 / int(input()), 7))", floats.clone()),
+    );
+    let answer = close.json();
+    assert_eq!(close.status, 200, "{answer}");
+    assert_eq!(answer["value"], true, "{answer}");
+    let far = served.post_json("/v1/score", &item("print(0.3)", floats));
+    assert_eq!(far.json()["value"], false, "{}", far.json());
+    let bad = served.post_json(
+        "/v1/score",
+        &item(
+            "print(0.3)",
+            json!({"component": {"name": "floats", "params": {"abs": -1}}}),
+        ),
+    );
+    let answer = bad.json();
+    assert_eq!(bad.status, 400, "{answer}");
+    assert_eq!(
+        answer["error"]["field"], "expectation.conditions[0].program_behaves.checker",
+        "{answer}"
+    );
+}
