@@ -223,6 +223,24 @@ async def test_many_programs_are_scored_with_a_bound(config: pathlib.Path) -> No
     assert [getattr(r, "item_id", None) for r in results[:8]] == [f"item-{i}" for i in range(8)]
 
 
+async def test_a_checker_judges_answers_and_a_fraction_scores_the_cases(config: pathlib.Path) -> None:
+    client = DockerSandboxClient.from_config(config)
+    scorer = scorer_for(client, config.parent / "evidence.db")
+    cases = tuple(
+        ProgramCase(invocation=ProgramInvocation(arguments=(arg,)), expected=ProgramResult(answer=answer))
+        for arg, answer in (("1", "yes"), ("2", "NO"), ("3", "yes"))
+    )
+    behaves = ProgramBehaves(runtime_profile_name="python", cases=cases, checker="yes_no", score={"policy": "fraction"})
+    # Yes for odd numbers, in its own case: the checker takes yes and no in any case; 3 is wrong.
+    program = ContentScorable(value="import sys\nprint('Yes' if int(sys.argv[1]) == 1 else 'no')\n")
+    score = (await scorer.score_async(scorable=program, expectation=ScoringExpectation(conditions=(behaves,))))[0]
+    assert score.status == "complete", score.score_rationale
+    assert score.value is False
+    assert score.score is not None and abs(score.score - 2 / 3) < 1e-9, score.score
+    assert [case.matched for case in score.cases] == [True, True, False]
+    assert score.cases[2].detail is not None and "judged wrong by the checker" in score.cases[2].detail
+
+
 def test_a_tagged_image_is_refused() -> None:
     with pytest.raises(InvalidExpectationError, match="not pinned"):
         DockerSandboxClient(profiles={"python": DockerRuntimeProfile(image="python:3.12", command=("python3",))})

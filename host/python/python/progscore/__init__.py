@@ -265,9 +265,14 @@ class ProgramResult:
     stderr: Optional[TextCondition] = None
     exit_code: int = 0
     behaviour: Optional[Mapping[str, Sequence[JsonValue]]] = None
+    answer: Optional[Union[str, bytes]] = None
+    """The expected answer, given to the item's ``checker`` with the case's
+    input and the program's output."""
 
     def _json(self) -> dict[str, JsonValue]:
         result: dict[str, JsonValue] = {"exit_code": self.exit_code}
+        if self.answer is not None:
+            result["answer"] = _file_json(self.answer)
         if self.stdout is not None:
             result["stdout"] = self.stdout._json()
         if self.stderr is not None:
@@ -321,7 +326,15 @@ class ProgramBehaves:
     profile with ``trace = true``: ``{"never": ["net.connect", {"fs.open":
     {"path": "/sandbox/**", "access": "write"}}], "attempts": [...]}``. A
     recorded event proves it false (``never``) or true (``attempts``); only a
-    complete trace proves an absence, else the result is undetermined."""
+    complete trace proves an absence, else the result is undetermined.
+
+    ``score`` is how the item's score comes from its cases' (``{"policy":
+    "fraction"}``, ``{"policy": "groups", "groups": [...]}``; all-pass when
+    absent). ``checker`` judges each case's output against its
+    ``ProgramResult.answer``: a checker component by name (``"yes_no"``,
+    ``{"component": {"name": "floats", "params": {"abs": 1e-9}}}``) or a
+    checker program (``{"program": {"profile": "cpp", "source": "...",
+    "protocol": "testlib"}}``); see docs/judging.md."""
 
     runtime_profile_name: str
     cases: Sequence[ProgramCase]
@@ -329,6 +342,8 @@ class ProgramBehaves:
     compile_limits: Optional[Mapping[str, Union[str, int]]] = None
     files: Optional[Mapping[str, Union[str, bytes]]] = None
     behaviour: Optional[Mapping[str, Sequence[JsonValue]]] = None
+    score: Optional[Mapping[str, JsonValue]] = None
+    checker: Optional[Union[str, Mapping[str, JsonValue]]] = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cases", _items("ProgramBehaves", "cases", self.cases, ProgramCase))
@@ -346,6 +361,10 @@ class ProgramBehaves:
             behaves["files"] = {path: _file_json(content) for path, content in self.files.items()}
         if self.behaviour is not None:
             behaves["behaviour"] = _behaviour_json(self.behaviour)
+        if self.score is not None:
+            behaves["score"] = dict(self.score)
+        if self.checker is not None:
+            behaves["checker"] = self.checker if isinstance(self.checker, str) else dict(self.checker)
         return {"program_behaves": behaves}
 
 
@@ -599,6 +618,10 @@ class CaseReport:
     behaviour: Optional[Mapping[str, JsonValue]] = None
     """The case's behaviour counted per kind (``{"status": "traced",
     "counts": {"net.connect": 1}}``), or why it was not traced."""
+    score: Optional[float] = None
+    """The case's partial score in [0, 1], when a checker gave points."""
+    checker: Optional[str] = None
+    """What the item's checker said of the output, when one judged it."""
 
     @staticmethod
     def _from_json(value: Mapping[str, JsonValue]) -> CaseReport:
@@ -611,6 +634,8 @@ class CaseReport:
             cpu_ms=value.get("cpu_ms"),
             peak_memory_bytes=value.get("peak_memory_bytes"),
             behaviour=value.get("behaviour"),
+            score=value.get("score"),
+            checker=value.get("checker"),
         )
 
 
