@@ -454,7 +454,12 @@ fn cases(
                     .unwrap_or_else(|| "unknown".into()),
                 exit_code: report.and_then(|r| r.exit_code),
                 matched: report.and_then(|r| r.matched),
-                detail: report.and_then(|r| r.detail.clone()),
+                // What the checker said, beside why the case failed.
+                detail: report.and_then(|r| match (&r.detail, &r.checker) {
+                    (Some(detail), Some(checker)) => Some(format!("{detail} (checker: {checker})")),
+                    (None, Some(checker)) => Some(format!("checker: {checker}")),
+                    (detail, None) => detail.clone(),
+                }),
                 duration_ms: report.map_or(0, |r| r.duration_ms),
                 cpu_ms: report.and_then(|r| r.cpu_ms),
                 peak_memory_bytes: report.and_then(|r| r.peak_memory_bytes),
