@@ -310,6 +310,43 @@ fn open_r1_packages_answer_as_theirs_and_never_zero_for_what_proves_nothing() {
             .is_some_and(|s| s.starts_with("Output isn't correct")),
         "{answer}"
     );
+    // open-r1 sends a task's tests as one request each: sent together, the
+    // submission and its graders are built once.
+    let request = |n: usize| {
+        let mut files = vec![
+            json!({"name": "graders/sum.cpp", "content": format!("// shared build\n{}", contest("ioi-sum/submissions/right.cpp"))}),
+            json!({"name": "input.txt", "content": contest(&format!("ioi-sum/tests/{n}.in"))}),
+            json!({"name": "correct_output.txt", "content": contest(&format!("ioi-sum/tests/{n}.ans"))}),
+        ];
+        for name in [
+            "graders/sum.h",
+            "graders/grader.cpp",
+            "graders/grader_config.json",
+        ] {
+            files.push(json!({"name": name, "content": contest(&format!("ioi-sum/{name}"))}));
+        }
+        json!({"language": "cms_ioi", "files": files})
+    };
+    let observations: Vec<String> = std::thread::scope(|scope| {
+        let sent: Vec<_> = (0..4)
+            .map(|n| {
+                let body = request(n);
+                let served = &served;
+                scope.spawn(move || {
+                    let reply = served.post_json("/api/v2/execute", &body);
+                    assert_eq!(reply.status, 200, "{}", reply.json());
+                    assert_eq!(reply.json()["run"]["stdout"], "1\n", "{}", reply.json());
+                    reply.header("x-progscore-observation").unwrap().to_string()
+                })
+            })
+            .collect();
+        sent.into_iter().map(|s| s.join().unwrap()).collect()
+    });
+    let builds: std::collections::BTreeSet<String> = observations
+        .iter()
+        .map(|observation| crate::build_of(&served, observation))
+        .collect();
+    assert_eq!(builds.len(), 1, "{builds:?}");
 }
 
 /// `/v1` takes checkers as a batch line does: a component by name with its

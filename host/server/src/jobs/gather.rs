@@ -51,8 +51,8 @@ enum Place {
     Alone,
 }
 
-/// Whether `job` may be gathered: one case, nothing but "run it" asked, no
-/// files beside the program, for a served profile that builds programs,
+/// Whether `job` may be gathered: one case, nothing but "run it" asked,
+/// for a served profile that builds programs,
 /// with gathering on.
 pub(crate) fn gathers(state: &AppState, job: &ProgramJob) -> bool {
     let settings = state.settings();
@@ -60,7 +60,6 @@ pub(crate) fn gathers(state: &AppState, job: &ProgramJob) -> bool {
         && !settings.fresh
         && !job.fresh
         && job.expectation.is_none()
-        && job.files.is_empty()
         && job.invocations.len() == 1
         && state
             .served(&job.profile)
@@ -74,10 +73,24 @@ pub(crate) async fn execute_gathered(
     field: &(dyn Fn(Part) -> String + Sync),
 ) -> Result<Executed, JobError> {
     admit(state, &job, field)?;
-    // Jobs under other limits never share a run.
+    // Jobs under other limits, or with other files beside the program (an
+    // IOI task's graders), never share a run.
+    let files = if job.files.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "/{}",
+            sha256_hex(
+                job.files
+                    .keyed(serde_json::json!({}))
+                    .to_string()
+                    .as_bytes()
+            )
+        )
+    };
     let key = (
         job.profile.clone(),
-        sha256_hex(&job.program),
+        format!("{}{files}", sha256_hex(&job.program)),
         job.limits.gather_key(),
     );
     let invocation = job.invocations[0].clone();
