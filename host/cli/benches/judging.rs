@@ -147,10 +147,7 @@ fn per_case(dir: &Path, config: &Path, items: usize, nonce: u128) {
         dir,
         "tokens.jsonl",
         batch(items, nonce, &|n| {
-            (
-                json!({"answer": format!("1 {}", n - 1)}),
-                json!("tokens"),
-            )
+            (json!({"answer": format!("1 {}", n - 1)}), json!("tokens"))
         }),
     );
     let (wasm, lines) = progscore(dir, config, "rescore", &component);
@@ -221,7 +218,12 @@ fn together(served: &Served, bodies: Vec<Value>, check: &(dyn Fn(&Value) + Sync)
         for body in &bodies {
             scope.spawn(move || {
                 let reply = try_post_json(address, "/api/v2/execute", body).expect("an answer");
-                assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+                assert_eq!(
+                    reply.status,
+                    200,
+                    "{}",
+                    String::from_utf8_lossy(&reply.body)
+                );
                 check(&reply.json());
             });
         }
@@ -241,13 +243,18 @@ fn piston(dir: &Path, config: &Path, nonce: u128) {
     let right = contest("pair-sum/submissions/right.cpp");
     let checker = contest("pair-sum/checker.py");
     let tests: Vec<u64> = (1..=10).map(|t| t * 1000 + 7).collect();
-    println!("a 10-test C++ item through /api/v2/execute (10 requests together, a fresh program each round)");
+    println!(
+        "a 10-test C++ item through /api/v2/execute (10 requests together, a fresh program each round)"
+    );
     println!("  {:<46} {:>10} {:>8}", "", "s", "ratio");
     let mut baseline = None;
     for (round, (label, judged)) in [
         ("plain runs, no judging (baseline)", None),
         ("codeforces package, built-in checker", Some(None)),
-        ("codeforces package, checker.py (sandboxed)", Some(Some(&checker))),
+        (
+            "codeforces package, checker.py (sandboxed)",
+            Some(Some(&checker)),
+        ),
     ]
     .into_iter()
     .enumerate()
