@@ -2,14 +2,14 @@
 //! in one run (examples/contest/pair-sum's checkers).
 //!
 //! 1. Per case: a batch of items (a Python program that prints its answer)
-//!    is scored once with the plain `tokens`-like comparator `equals`, which
-//!    stores the programs' runs. Then, over that same evidence:
+//!    is scored once with the comparator `equals`, which stores the
+//!    programs' runs. Then, over that same evidence, each printed as time
+//!    per case beside the baseline's:
 //!    - `rescore` with `equals` (the baseline);
 //!    - `rescore` with the `tokens` checker component (WebAssembly);
 //!    - `score` with a checker program (Python, Codeforces' conventions),
 //!      which runs only the checker: one sandboxed run per item judging
 //!      every case.
-//!    Each is printed as time per case beside the baseline's.
 //! 2. A 10-test C++ item through Piston's `/api/v2/execute`, one request
 //!    per test sent together (open-r1's `test_batch_size=-1`): plain runs of
 //!    the program (its build shared) beside open-r1's `codeforces` package
