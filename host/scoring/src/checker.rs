@@ -198,19 +198,16 @@ pub(crate) struct CheckerPlan {
 /// Plans the checker program's runs for the program's `events`: every case
 /// that exited as expected with its output kept whole is judged; cases are
 /// grouped into as few runs as the files' bounds allow. `profile` is the
-/// checker's configured profile.
+/// checker's configured profile with the checker's own limits.
 pub(crate) fn plan(
     behaves: &ProgramBehaves,
     checker: &CheckerProgram,
     profile: &RuntimeProfile,
     events: &[InvocationEvent],
 ) -> Result<CheckerPlan, String> {
-    let variant = match &checker.limits {
-        Some(limits) => profile
-            .with_limits(Some(limits), None)
-            .map_err(|e| format!("the checker's limits: {e}"))?,
-        None => profile.clone(),
-    };
+    // The checker's own limits are already the profile's (see
+    // `Replayer::checker_profile`).
+    let variant = profile.clone();
     let source_sha256 = sha256_hex(checker.source.as_bytes());
     let own_files: Vec<(String, ByteString)> = checker
         .files
