@@ -44,6 +44,7 @@
 mod attempt;
 pub mod behaviour;
 mod checker;
+mod checker_runs;
 mod comparator;
 mod error;
 mod expectation;

@@ -16,7 +16,8 @@ use progscore_sandbox::{
 use rayon::prelude::*;
 
 use crate::attempt::{Attempt, SOURCE_IDENTITY, attempt_key, belongs_to_attempt};
-use crate::checker::{self, Checker, CheckerProgram, CheckerVerdicts};
+use crate::checker::{Checker, CheckerProgram, CheckerVerdicts};
+use crate::checker_runs;
 use crate::comparator::OutputComparator;
 use crate::error::{ExpectationError, ReplayRefusal, ScoringError};
 use crate::expectation::{Condition, ProgramBehaves, ScoringExpectation};
@@ -464,11 +465,11 @@ impl Replayer {
             return Ok((CheckerVerdicts::new(), Vec::new()));
         };
         let profile = self.checker_profile(checker)?;
-        let plan = match checker::plan(behaves, checker, &profile, events) {
+        let plan = match checker_runs::plan(behaves, checker, &profile, events) {
             Ok(plan) => plan,
             Err(reason) => {
                 return Ok((
-                    checker::all_undetermined(behaves, events, &reason),
+                    checker_runs::all_undetermined(behaves, events, &reason),
                     Vec::new(),
                 ));
             }
@@ -481,7 +482,7 @@ impl Replayer {
             };
             check_belongs(&observation, &run.attempt)?;
             ids.push(observation.id.clone());
-            verdicts.extend(checker::judged(checker, run, &observation.run.events));
+            verdicts.extend(checker_runs::judged(checker, run, &observation.run.events));
         }
         Ok((verdicts, ids))
     }

@@ -8,7 +8,8 @@ use progscore_sandbox::{InvocationEvent, Preflight, RuntimeProfile, SandboxError
 use tokio_util::sync::CancellationToken;
 
 use crate::attempt::Attempt;
-use crate::checker::{self, Checker, CheckerVerdict, CheckerVerdicts};
+use crate::checker::{Checker, CheckerVerdict, CheckerVerdicts};
+use crate::checker_runs;
 use crate::comparator::OutputComparator;
 use crate::error::{ExpectationError, ScoringError};
 use crate::expectation::{Condition, ProgramBehaves, ScoringExpectation};
@@ -138,11 +139,11 @@ impl ProgramExecutionScorer {
             return Ok((CheckerVerdicts::new(), Vec::new()));
         };
         let profile = self.replayer.checker_profile(checker)?;
-        let plan = match checker::plan(behaves, checker, &profile, events) {
+        let plan = match checker_runs::plan(behaves, checker, &profile, events) {
             Ok(plan) => plan,
             Err(reason) => {
                 return Ok((
-                    checker::all_undetermined(behaves, events, &reason),
+                    checker_runs::all_undetermined(behaves, events, &reason),
                     Vec::new(),
                 ));
             }
@@ -152,13 +153,14 @@ impl ProgramExecutionScorer {
         if plan.runs.is_empty() {
             return Ok((verdicts, ids));
         }
-        let unrun = |verdicts: &mut CheckerVerdicts, run: &checker::CheckerRun, reason: &str| {
-            verdicts.extend(
-                run.cases
-                    .iter()
-                    .map(|&index| (index, CheckerVerdict::Undetermined(reason.to_string()))),
-            );
-        };
+        let unrun =
+            |verdicts: &mut CheckerVerdicts, run: &checker_runs::CheckerRun, reason: &str| {
+                verdicts.extend(
+                    run.cases
+                        .iter()
+                        .map(|&index| (index, CheckerVerdict::Undetermined(reason.to_string()))),
+                );
+            };
         if let Err(refusal) = self.preflight(&profile.name).await {
             let reason = format!(
                 "the checker's profile `{}` cannot run: {refusal}",
@@ -200,7 +202,7 @@ impl ProgramExecutionScorer {
                 }
             }
             ids.push(observation.id.clone());
-            verdicts.extend(checker::judged(checker, run, &observation.run.events));
+            verdicts.extend(checker_runs::judged(checker, run, &observation.run.events));
         }
         Ok((verdicts, ids))
     }
