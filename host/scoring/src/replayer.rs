@@ -17,7 +17,7 @@ use rayon::prelude::*;
 
 use crate::attempt::{Attempt, SOURCE_IDENTITY, attempt_key, belongs_to_attempt};
 use crate::checker::{Checker, CheckerProgram, CheckerVerdicts};
-use crate::checker_runs;
+use crate::checker_runs::{self, CheckerPlan};
 use crate::comparator::OutputComparator;
 use crate::error::{ExpectationError, ReplayRefusal, ScoringError};
 use crate::expectation::{Condition, ProgramBehaves, ScoringExpectation};
@@ -453,6 +453,26 @@ impl Replayer {
         Ok(profile)
     }
 
+    /// The item's checker program and its runs for the program's
+    /// `events`; or, when no checker program is to run (none is asked, or
+    /// its runs cannot be planned), what is decided without one.
+    pub(crate) fn checker_plan<'b>(
+        &self,
+        behaves: &'b ProgramBehaves,
+        events: &[InvocationEvent],
+    ) -> Result<Result<(&'b CheckerProgram, CheckerPlan), CheckerVerdicts>, ScoringError> {
+        let Some(Checker::Program(checker)) = &behaves.checker else {
+            return Ok(Err(CheckerVerdicts::new()));
+        };
+        let profile = self.checker_profile(checker)?;
+        Ok(
+            match checker_runs::plan(behaves, checker, &profile, events) {
+                Ok(plan) => Ok((checker, plan)),
+                Err(reason) => Err(checker_runs::all_undetermined(behaves, events, &reason)),
+            },
+        )
+    }
+
     /// What a checker program said of the cases of `events`, from its runs
     /// stored (nothing runs): the verdicts and the runs' observation ids. A
     /// run not stored leaves its cases unjudged (undetermined, no evidence).
@@ -461,18 +481,9 @@ impl Replayer {
         behaves: &ProgramBehaves,
         events: &[InvocationEvent],
     ) -> Result<(CheckerVerdicts, Vec<String>), ScoringError> {
-        let Some(Checker::Program(checker)) = &behaves.checker else {
-            return Ok((CheckerVerdicts::new(), Vec::new()));
-        };
-        let profile = self.checker_profile(checker)?;
-        let plan = match checker_runs::plan(behaves, checker, &profile, events) {
-            Ok(plan) => plan,
-            Err(reason) => {
-                return Ok((
-                    checker_runs::all_undetermined(behaves, events, &reason),
-                    Vec::new(),
-                ));
-            }
+        let (checker, plan) = match self.checker_plan(behaves, events)? {
+            Ok(planned) => planned,
+            Err(decided) => return Ok((decided, Vec::new())),
         };
         let mut verdicts = plan.decided;
         let mut ids = Vec::new();

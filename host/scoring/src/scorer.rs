@@ -135,18 +135,9 @@ impl ProgramExecutionScorer {
         events: &[InvocationEvent],
         cancel: &CancellationToken,
     ) -> Result<(CheckerVerdicts, Vec<String>), ScoringError> {
-        let Some(Checker::Program(checker)) = &behaves.checker else {
-            return Ok((CheckerVerdicts::new(), Vec::new()));
-        };
-        let profile = self.replayer.checker_profile(checker)?;
-        let plan = match checker_runs::plan(behaves, checker, &profile, events) {
-            Ok(plan) => plan,
-            Err(reason) => {
-                return Ok((
-                    checker_runs::all_undetermined(behaves, events, &reason),
-                    Vec::new(),
-                ));
-            }
+        let (checker, plan) = match self.replayer.checker_plan(behaves, events)? {
+            Ok(planned) => planned,
+            Err(decided) => return Ok((decided, Vec::new())),
         };
         let mut verdicts = plan.decided;
         let mut ids = Vec::new();
@@ -161,11 +152,10 @@ impl ProgramExecutionScorer {
                         .map(|&index| (index, CheckerVerdict::Undetermined(reason.to_string()))),
                 );
             };
-        if let Err(refusal) = self.preflight(&profile.name).await {
-            let reason = format!(
-                "the checker's profile `{}` cannot run: {refusal}",
-                profile.name
-            );
+        // Every run is of the checker's one profile.
+        let profile = plan.runs[0].attempt.profile.clone();
+        if let Err(refusal) = self.preflight(&profile).await {
+            let reason = format!("the checker's profile `{profile}` cannot run: {refusal}");
             for run in &plan.runs {
                 unrun(&mut verdicts, run, &reason);
             }
