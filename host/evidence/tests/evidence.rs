@@ -22,6 +22,7 @@ fn observation(id: &str, stdout: &str) -> Observation {
         program_sha256: program_sha256.clone(),
         invocations: vec![Invocation::with_args(["3"])],
         run: ProgramRun {
+            interaction: None,
             profile: "python".into(),
             program_sha256,
             events: vec![exited_event(0, stdout.as_bytes(), b"")],

@@ -22,6 +22,7 @@ fn store_item(store: &EvidenceStore, item: &str, program: &str, stdout: &str) ->
         program_sha256: program_sha256.clone(),
         invocations: vec![Invocation::with_args(["3"])],
         run: ProgramRun {
+            interaction: None,
             profile: "python".into(),
             program_sha256: program_sha256.clone(),
             events: vec![exited_event(0, stdout.as_bytes(), b"")],

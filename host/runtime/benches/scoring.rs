@@ -107,6 +107,7 @@ fn replay_throughput(comparators: Arc<dyn OutputComparator>) {
             program_sha256: sha.clone(),
             invocations: invocations.clone(),
             run: ProgramRun {
+                interaction: None,
                 profile: "python".into(),
                 program_sha256: sha.clone(),
                 events,

@@ -216,6 +216,10 @@ impl SandboxClient for Backends {
         &'a self,
         request: RunRequest<'a>,
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        // Each side of a conversation goes to its own profile's backend.
+        if request.interactor.is_some() {
+            return Box::pin(progscore_sandbox::converse(self, request));
+        }
         match self.route(request.profile_name()) {
             Ok(client) => client.run(request),
             Err(error) => Box::pin(async move { Err(error) }),

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_sandbox::{
-    BoxFuture, CaseSink, Invocation, Owner, Preflight, ProgramFiles, ProgramRun, RunProfile,
-    RunRequest, RuntimeProfile, SandboxClient, SandboxError,
+    BoxFuture, CaseSink, ConversationSide, Invocation, Owner, Preflight, ProgramFiles, ProgramRun,
+    RunProfile, RunRequest, RuntimeProfile, SandboxClient, SandboxError,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -32,7 +32,13 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Runs a program with its files (the profile is this backend's,
     /// already looked up; the files checked against it), telling each
-    /// case's event to `on_case` as it is decided.
+    /// case's event to `on_case` as it is decided. With `conversation`,
+    /// the run is one side of an interactive request
+    /// ([`progscore_sandbox::conversation`]).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the request's parts, checked, and the call's token"
+    )]
     fn run(
         &self,
         program: &[u8],
@@ -40,6 +46,7 @@ pub trait Backend: Send + Sync + 'static {
         files: &ProgramFiles,
         invocations: &[Invocation],
         on_case: Option<&CaseSink>,
+        conversation: Option<&ConversationSide>,
         token: &CancellationToken,
     ) -> impl Future<Output = Result<ProgramRun, SandboxError>> + Send;
 
@@ -125,6 +132,9 @@ impl<B: Backend> Guarded<B> {
         &'a self,
         request: RunRequest<'a>,
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
+        if request.interactor.is_some() {
+            return Box::pin(progscore_sandbox::converse(self, request));
+        }
         let backend = self.backend.clone();
         let program = request.program.to_vec();
         let invocations = request.invocations.to_vec();
@@ -135,6 +145,7 @@ impl<B: Backend> Guarded<B> {
             RunProfile::Variant(variant) => Some(variant.clone()),
         };
         let on_case = request.on_case;
+        let conversation = request.conversation;
         let cleanup_bound = self.backend.cleanup_bound();
         let task = spawn_guarded(self.runtime(), cleanup_bound, |token| async move {
             // Not done if the task is dropped mid-cleanup (its bound overran
@@ -159,6 +170,7 @@ impl<B: Backend> Guarded<B> {
                         &files,
                         &invocations,
                         on_case.as_ref(),
+                        conversation.as_ref(),
                         &token,
                     )
                     .await

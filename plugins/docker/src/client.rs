@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use progscore_sandbox::{
-    Backend, BoxFuture, CaseSink, Invocation, Owner, Preflight, ProgramFiles, ProgramRun,
-    RunRequest, RuntimeProfile, SandboxClient, SandboxError,
+    Backend, BoxFuture, CaseSink, ConversationSide, Invocation, Owner, Preflight, ProgramFiles,
+    ProgramRun, RunRequest, RuntimeProfile, SandboxClient, SandboxError,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -153,10 +153,19 @@ impl progscore_container::Backend for Inner {
         files: &ProgramFiles,
         invocations: &[Invocation],
         on_case: Option<&CaseSink>,
+        conversation: Option<&ConversationSide>,
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
         self.runner
-            .place(program, profile, files, invocations, on_case, token)
+            .place(
+                program,
+                profile,
+                files,
+                invocations,
+                on_case,
+                conversation,
+                token,
+            )
             .await
     }
 

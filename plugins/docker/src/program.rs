@@ -9,8 +9,8 @@ use std::sync::Arc;
 use progscore_container::{BuildDisk, Cases, Load, Schedule, Workspace, compile_event};
 use progscore_sandbox::timing::{ALONE_RUNS, alone_run_warning};
 use progscore_sandbox::{
-    CaseSink, CompileEvent, Invocation, InvocationEvent, Outcome, ProgramFiles, ProgramRun,
-    RuntimeProfile, SandboxError, Stage, sha256_hex,
+    CaseSink, CompileEvent, ConversationSide, Invocation, InvocationEvent, Outcome, ProgramFiles,
+    ProgramRun, RuntimeProfile, SandboxError, Side, Stage, sha256_hex,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -63,6 +63,10 @@ impl Runner {
     /// The program on the freest engine that can run it; again from the
     /// start on another engine when its engine stops answering and another
     /// can take it.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the request's parts, checked, and the call's token"
+    )]
     pub(crate) async fn place(
         &self,
         program: &[u8],
@@ -70,12 +74,16 @@ impl Runner {
         files: &ProgramFiles,
         invocations: &[Invocation],
         on_case: Option<&CaseSink>,
+        conversation: Option<&ConversationSide>,
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
         self.pool.contact().await?;
         let mut moves: Vec<String> = Vec::new();
+        // An interactor rides on its program's place: the program waited
+        // for capacity, and the pair must never wait on each other's.
+        let beside = conversation.is_some_and(|side| side.side() == Side::Interactor);
         loop {
-            let lease = match self.pool.acquire(profile, token).await {
+            let lease = match self.pool.acquire(profile, beside, token).await {
                 Ok(lease) => lease,
                 Err(NoEngine::Error(error)) => return Err(error),
                 Err(NoEngine::Cancelled) => {
@@ -84,8 +92,20 @@ impl Runner {
                     });
                 }
             };
+            if let Some(side) = conversation {
+                side.placed();
+            }
             match self
-                .run_on(&lease, program, profile, files, invocations, on_case, token)
+                .run_on(
+                    &lease,
+                    program,
+                    profile,
+                    files,
+                    invocations,
+                    on_case,
+                    conversation,
+                    token,
+                )
                 .await
             {
                 Ok(mut run) => {
@@ -107,6 +127,7 @@ impl Runner {
                             moves.join("; ")
                         );
                         return Ok(ProgramRun {
+                            interaction: None,
                             profile: profile.name.clone(),
                             program_sha256: sha256_hex(program),
                             events: invocations
@@ -136,6 +157,7 @@ impl Runner {
         files: &ProgramFiles,
         invocations: &[Invocation],
         on_case: Option<&CaseSink>,
+        conversation: Option<&ConversationSide>,
         token: &CancellationToken,
     ) -> Result<ProgramRun, CallFault> {
         let pooled = lease.engine();
@@ -219,6 +241,7 @@ impl Runner {
             load: &self.load,
             files: &files,
             stage: Stage::Case,
+            conversation,
             token,
         };
         let ran = match delivery_fault {
@@ -288,6 +311,7 @@ impl Runner {
         // Nothing of a lost run is evidence: the engine is gone.
         let (events, compile) = ran?;
         Ok(ProgramRun {
+            interaction: None,
             profile: profile.name.clone(),
             program_sha256: sha256_hex(program),
             events,
@@ -317,6 +341,7 @@ impl Runner {
         if let Some(build_dir) = build_dir {
             let compile_context = InvocationContext {
                 stage: Stage::Compile,
+                conversation: None,
                 ..*context
             };
             let (mut event, _) = self
@@ -393,6 +418,20 @@ impl Runner {
             match result.next {
                 Next::Continue => return Ok((result.event, None)),
                 Next::Stop(reason) => return Ok((result.event, Some(reason))),
+                // A case of a conversation runs once: the other side's
+                // case has ended. Its event says what is unproven.
+                Next::ConfirmAlone(_) if context.conversation.is_some() => {
+                    return Ok((result.event, None));
+                }
+                Next::EngineLost(leftover) if context.conversation.is_some() => {
+                    pooled.keep_leftover(owner, leftover);
+                    let lost = format!(
+                        "the Docker engine {} stopped answering during invocation {index} of a conversation, which cannot run again: {}",
+                        pooled.health.described(),
+                        sandbox_message(&result.event)
+                    );
+                    return Ok((result.event, Some(lost)));
+                }
                 Next::ConfirmAlone(why) if alone_runs < ALONE_RUNS => {
                     alone_runs += 1;
                     warnings.push(alone_run_warning(index, alone_runs, &why));

@@ -6,23 +6,46 @@ use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
 use bollard::query_parameters::WaitContainerOptions;
 use futures_util::StreamExt;
-use progscore_sandbox::StreamCapture;
+use progscore_sandbox::{LiveCase, StreamCapture};
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
 use crate::engine::describe;
 
+/// What a container's stdin is given.
+pub(crate) enum Feed {
+    /// Nothing: closed at once.
+    Closed,
+    /// These bytes, then closed.
+    Bytes(Vec<u8>),
+    /// One side of a conversation: stdin fed from the other side as it
+    /// writes, and stdout copied to it.
+    Live(LiveCase),
+}
+
+impl Feed {
+    /// Whether the container's stdin is attached.
+    pub(crate) fn is_open(&self) -> bool {
+        !matches!(self, Feed::Closed)
+    }
+}
+
 /// Feeds stdin (then closes it, so the program sees EOF) while draining both
 /// output streams, until the output ends.
 pub(crate) async fn feed_and_drain(
     attached: bollard::container::AttachContainerResults,
-    stdin: Option<Vec<u8>>,
+    feed: Feed,
     stdout: &mut StreamCapture,
     stderr: &mut StreamCapture,
     last_output: &std::sync::Mutex<Option<Instant>>,
     name: &str,
 ) -> Result<(), String> {
     let mut input = attached.input;
+    let (stdin, live, mut tap) = match feed {
+        Feed::Closed => (None, None, None),
+        Feed::Bytes(bytes) => (Some(bytes), None, None),
+        Feed::Live(case) => (None, Some(case.stdin), Some(case.stdout)),
+    };
     let feed = async move {
         if let Some(bytes) = stdin {
             // A program may exit without reading its input: a failed write is
@@ -31,14 +54,24 @@ pub(crate) async fn feed_and_drain(
                 tracing::debug!("stdin write ended early: {err}");
             }
         }
+        if let Some(mut live) = live {
+            // The other side's words as they come; its end is this
+            // side's end of file. A side that stopped reading drops the
+            // rest (the pump counts it).
+            while let Some(chunk) = live.recv().await {
+                if input.write_all(&chunk).await.is_err() || input.flush().await.is_err() {
+                    break;
+                }
+            }
+        }
         let _closed = input.shutdown().await;
     };
     let mut output = attached.output;
     let drain = async {
         while let Some(chunk) = output.next().await {
-            let (capture, message) = match chunk {
-                Ok(LogOutput::StdOut { message }) => (&mut *stdout, message),
-                Ok(LogOutput::StdErr { message }) => (&mut *stderr, message),
+            let (is_stdout, message) = match chunk {
+                Ok(LogOutput::StdOut { message }) => (true, message),
+                Ok(LogOutput::StdErr { message }) => (false, message),
                 Ok(LogOutput::StdIn { .. }) => continue,
                 // Containers have no TTY: every byte comes in a framed
                 // chunk. Unframed bytes are what the decoder makes of a
@@ -58,11 +91,25 @@ pub(crate) async fn feed_and_drain(
                     ));
                 }
             };
+            let capture = if is_stdout {
+                &mut *stdout
+            } else {
+                &mut *stderr
+            };
             capture.push(&message);
             if let Ok(mut last) = last_output.lock() {
                 *last = Some(Instant::now());
             }
+            // Waits while the other side's pipe is full, as a pipe would.
+            if is_stdout
+                && let Some(open) = &tap
+                && open.send(message.to_vec()).await.is_err()
+            {
+                tap = None;
+            }
         }
+        // The output ended: the other side sees its end of file.
+        drop(tap);
         Ok(())
     };
     let ((), drained) = tokio::join!(feed, drain);

@@ -12,8 +12,9 @@ use progscore_container::{
 };
 use progscore_sandbox::timing::{ALONE_RUNS, alone_run_warning};
 use progscore_sandbox::{
-    Backend, BoxFuture, CaseSink, Invocation, InvocationEvent, Owner, Preflight, ProgramFiles,
-    ProgramRun, RunRequest, RuntimeProfile, SandboxClient, SandboxError, Stage, sha256_hex,
+    Backend, BoxFuture, CaseSink, ConversationSide, Invocation, InvocationEvent, Owner, Preflight,
+    ProgramFiles, ProgramRun, RunRequest, RuntimeProfile, SandboxClient, SandboxError, Stage,
+    sha256_hex,
 };
 use progscore_trace::TracePlan;
 use tokio::sync::{Mutex, OnceCell};
@@ -156,8 +157,14 @@ impl progscore_container::Backend for Inner {
         files: &ProgramFiles,
         invocations: &[Invocation],
         on_case: Option<&CaseSink>,
+        conversation: Option<&ConversationSide>,
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
+        if conversation.is_some() {
+            return Err(SandboxError::InteractiveUnsupported {
+                profile: profile.name.clone(),
+            });
+        }
         self.run_program(program, profile, files, invocations, on_case, token)
             .await
     }
@@ -360,6 +367,7 @@ impl Inner {
             self.owner.keep_for_sweep();
         }
         Ok(ProgramRun {
+            interaction: None,
             profile: profile.name.clone(),
             program_sha256: sha256_hex(program),
             events,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
+use crate::conversation::{ConversationSide, InteractorRequest};
 use crate::files::{InvalidFiles, ProgramFiles};
 use crate::invocation::{InvalidInvocation, Invocation};
 use crate::profile::RuntimeProfile;
@@ -82,6 +83,14 @@ pub struct RunRequest<'a> {
     /// twice (each time an event one real run produced), and a backend that
     /// cannot tell early tells nothing.
     pub on_case: Option<CaseSink>,
+    /// An interactive request: the interactor each case's program talks
+    /// to (see [`crate::conversation`]). Backends run it with
+    /// [`crate::conversation::converse`]; one that cannot run a side of a
+    /// conversation refuses it ([`SandboxError::InteractiveUnsupported`]).
+    pub interactor: Option<InteractorRequest<'a>>,
+    /// Set by [`crate::conversation::converse`] only: this run is one side
+    /// of a conversation, and its cases' stdin and stdout are live.
+    pub conversation: Option<ConversationSide>,
 }
 
 impl<'a> RunRequest<'a> {
@@ -93,6 +102,8 @@ impl<'a> RunRequest<'a> {
             files: ProgramFiles::none(),
             invocations,
             on_case: None,
+            interactor: None,
+            conversation: None,
         }
     }
 
@@ -112,6 +123,14 @@ impl<'a> RunRequest<'a> {
     /// The same request with `files` beside the program.
     pub fn with_files(self, files: &'a ProgramFiles) -> Self {
         RunRequest { files, ..self }
+    }
+
+    /// The same request, each case talking to `interactor`.
+    pub fn with_interactor(self, interactor: InteractorRequest<'a>) -> Self {
+        RunRequest {
+            interactor: Some(interactor),
+            ..self
+        }
     }
 
     /// The same request, telling each case's event to `sink` as it is decided.
@@ -330,6 +349,11 @@ pub enum SandboxError {
     /// A backend that cannot place files beside a program.
     #[error("profile `{profile}`: this backend cannot place files beside a program")]
     FilesUnsupported { profile: String },
+    /// A backend that cannot run a side of an interactive conversation.
+    #[error(
+        "profile `{profile}`: this backend cannot run an interactive case (a program and an interactor talking); use a Docker or OCI profile"
+    )]
+    InteractiveUnsupported { profile: String },
     /// Any other fault before the run started (workspace creation, ...).
     #[error("sandbox setup failed: {message}")]
     Setup { message: String },

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::canonical::sha256_hex;
 use crate::client::{BoxFuture, Preflight, RunRequest, SandboxClient, SandboxError};
+use crate::conversation::Interaction;
 use crate::invocation::Invocation;
 use crate::profile::RuntimeProfile;
 use crate::run::{CapturedStream, CompileEvent, InvocationEvent, Outcome, ProgramRun};
@@ -27,10 +28,13 @@ pub struct FakeRequest {
     pub limits: crate::profile::Limits,
     /// The files placed beside the program.
     pub files: crate::files::ProgramFiles,
+    /// The interactor of an interactive request, as the fake saw it.
+    pub interactor: Option<Box<FakeRequest>>,
 }
 
 type Responder = dyn Fn(&FakeRequest) -> Result<Vec<InvocationEvent>, SandboxError> + Send + Sync;
 type CompileResponder = dyn Fn(&FakeRequest) -> Option<CompileEvent> + Send + Sync;
+type InteractionResponder = dyn Fn(&FakeRequest) -> Interaction + Send + Sync;
 type PreflightHook = dyn Fn(&RuntimeProfile) -> Result<Preflight, SandboxError> + Send + Sync;
 
 /// Counters shared by all clones of a [`ScriptedClient`].
@@ -50,6 +54,7 @@ pub struct ScriptedClient {
     profiles: Vec<RuntimeProfile>,
     responder: Arc<Responder>,
     compile: Option<Arc<CompileResponder>>,
+    interaction: Option<Arc<InteractionResponder>>,
     preflight: Option<Arc<PreflightHook>>,
     delay: Duration,
     case_gate: Option<Arc<tokio::sync::Semaphore>>,
@@ -69,6 +74,7 @@ impl ScriptedClient {
                     .collect())
             }),
             compile: None,
+            interaction: None,
             preflight: None,
             delay: Duration::ZERO,
             case_gate: None,
@@ -104,6 +110,18 @@ impl ScriptedClient {
         F: Fn(&FakeRequest) -> Option<CompileEvent> + Send + Sync + 'static,
     {
         self.compile = Some(Arc::new(compile));
+        self
+    }
+
+    /// Decides what the interactor of an interactive request did (its run
+    /// and the transcripts); the request's `interactor` is set. The
+    /// default: every interactor case exits 0 with no output, and no
+    /// transcript.
+    pub fn with_interaction<F>(mut self, interaction: F) -> Self
+    where
+        F: Fn(&FakeRequest) -> Interaction + Send + Sync + 'static,
+    {
+        self.interaction = Some(Arc::new(interaction));
         self
     }
 
@@ -186,17 +204,54 @@ impl ScriptedClient {
             invocations: invocations.to_vec(),
             limits: profile.limits.clone(),
             files: files.clone(),
+            interactor: request.interactor.map(|interactor| {
+                Box::new(FakeRequest {
+                    program: interactor.program.to_vec(),
+                    profile: match interactor.profile {
+                        crate::client::RunProfile::Named(name) => name.to_string(),
+                        crate::client::RunProfile::Variant(variant) => variant.name.clone(),
+                    },
+                    invocations: interactor.invocations.to_vec(),
+                    limits: match interactor.profile {
+                        crate::client::RunProfile::Named(_) => profile.limits.clone(),
+                        crate::client::RunProfile::Variant(variant) => variant.limits.clone(),
+                    },
+                    files: interactor.files.clone(),
+                    interactor: None,
+                })
+            }),
         };
         let compile = match (&profile.compile, &self.compile) {
             (Some(_), Some(compile)) => compile(&scripted),
             _ => None,
         };
+        let interaction = scripted.interactor.as_ref().map(|interactor| {
+            Box::new(match &self.interaction {
+                Some(responder) => responder(&scripted),
+                None => Interaction {
+                    interactor: ProgramRun {
+                        profile: interactor.profile.clone(),
+                        program_sha256: sha256_hex(&interactor.program),
+                        events: interactor
+                            .invocations
+                            .iter()
+                            .map(|_| exited_event(0, b"", b""))
+                            .collect(),
+                        sandbox_warnings: Vec::new(),
+                        compile: None,
+                        interaction: None,
+                    },
+                    transcripts: Vec::new(),
+                },
+            })
+        });
         let result = (self.responder)(&scripted).map(|events| ProgramRun {
             profile: profile.name.clone(),
             program_sha256: sha256_hex(program),
             events,
             sandbox_warnings: Vec::new(),
             compile,
+            interaction,
         });
         if let Ok(run) = &result {
             for (index, event) in run.events.iter().enumerate() {

@@ -13,6 +13,7 @@ pub mod bytes;
 pub mod canonical;
 pub mod capture;
 pub mod client;
+pub mod conversation;
 pub mod fake;
 pub mod files;
 pub mod invocation;
@@ -31,6 +32,9 @@ pub use capture::StreamCapture;
 pub use client::{
     BoxFuture, CaseDone, CaseSink, Preflight, RunProfile, RunRequest, SandboxClient,
     SandboxClientExt, SandboxError,
+};
+pub use conversation::{
+    ConversationSide, Interaction, InteractorRequest, LiveCase, Side, Transcript, Turn, converse,
 };
 pub use files::{InvalidFiles, MAX_FILES, MAX_FILES_BYTES, ProgramFiles};
 pub use invocation::{Invocation, InvocationError, MAX_ARG_BYTES, MAX_ARGV_BYTES, MAX_STDIN_BYTES};

@@ -22,6 +22,10 @@ pub struct ProgramRun {
     /// The compile, for profiles that build the program before its cases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compile: Option<CompileEvent>,
+    /// For an interactive run: the interactor's run and each case's
+    /// transcript ([`crate::conversation`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interaction: Option<Box<crate::conversation::Interaction>>,
 }
 
 /// What happened when the program was built: the compiler's outcome, its

@@ -298,6 +298,7 @@ impl WasiClient {
             warnings.push(e);
         }
         Ok(ProgramRun {
+            interaction: None,
             profile: profile.name.clone(),
             program_sha256: sha256_hex(program),
             events,
@@ -418,6 +419,13 @@ impl SandboxClient for WasiClient {
     ) -> BoxFuture<'a, Result<ProgramRun, SandboxError>> {
         Box::pin(async move {
             let profile = request.profile_against(self.wasi_profile(request.profile_name())?)?;
+            // One wasmtime instance per invocation, its stdin given whole:
+            // no live conversation.
+            if request.interactor.is_some() || request.conversation.is_some() {
+                return Err(SandboxError::InteractiveUnsupported {
+                    profile: profile.name.clone(),
+                });
+            }
             self.run_program(
                 request.program,
                 profile,

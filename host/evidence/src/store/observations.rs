@@ -246,6 +246,7 @@ pub(super) fn load_observation(
                     program_sha256: row.get(6)?,
                     invocations: Vec::new(),
                     run: ProgramRun {
+                        interaction: None,
                         profile: String::new(),
                         program_sha256: String::new(),
                         events: Vec::new(),

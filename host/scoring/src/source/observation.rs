@@ -93,6 +93,7 @@ fn fault_run(attempt: &Attempt, message: String) -> ProgramRun {
         })
         .collect();
     ProgramRun {
+        interaction: None,
         profile: attempt.profile.clone(),
         program_sha256: attempt.program_sha256.clone(),
         events,

@@ -22,6 +22,7 @@ async fn a_conflicting_observation_stored_meanwhile_stands_and_is_used() {
         program_sha256: attempt.program_sha256.clone(),
         invocations: attempt.invocations.clone(),
         run: progscore_sandbox::ProgramRun {
+            interaction: None,
             profile: "python".into(),
             program_sha256: attempt.program_sha256.clone(),
             events: vec![exited_event(0, b"8\n", b"")],

@@ -298,6 +298,7 @@ async fn store_told(
         return;
     }
     let run = ProgramRun {
+        interaction: None,
         profile: case_of.profile.clone(),
         program_sha256: case_of.program_sha256.clone(),
         events: vec![done.event],

@@ -192,7 +192,8 @@ fn for_clients(error: &SandboxError) -> String {
         | SandboxError::InvalidInvocation(_)
         | SandboxError::NotAVariant { .. }
         | SandboxError::InvalidFiles(_)
-        | SandboxError::FilesUnsupported { .. } => error.to_string(),
+        | SandboxError::FilesUnsupported { .. }
+        | SandboxError::InteractiveUnsupported { .. } => error.to_string(),
     }
 }
 

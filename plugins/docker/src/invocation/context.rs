@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use bollard::Docker;
 use progscore_container::{Cgroups, Load, OomReading};
-use progscore_sandbox::{InvocationEvent, Limits, Outcome, ResourceUsage, RuntimeProfile, Stage};
+use progscore_sandbox::{
+    ConversationSide, InvocationEvent, Limits, Outcome, ResourceUsage, RuntimeProfile, Stage,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::delivery::Files;
@@ -39,6 +41,8 @@ pub(crate) struct InvocationContext<'a> {
     pub files: &'a Files<'a>,
     /// The compile (writable build folder) or a case (read-only).
     pub stage: Stage,
+    /// The side of a conversation these cases are (never the compile's).
+    pub conversation: Option<&'a ConversationSide>,
     pub token: &'a CancellationToken,
 }
 

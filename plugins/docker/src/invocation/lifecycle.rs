@@ -18,7 +18,7 @@ use super::context::{InvocationContext, Observed, not_run};
 use super::trace_setup::TraceSetup;
 use crate::events::ContainerEvents;
 use crate::held::{EngineFault, remove_container};
-use crate::streams::{feed_and_drain, wait_for_exit};
+use crate::streams::{Feed, feed_and_drain, wait_for_exit};
 
 /// How long a program's start waits for the proof that the engine's events
 /// about its container are watched.
@@ -121,7 +121,7 @@ impl Lifecycle<'_, '_> {
     pub(super) async fn drive(
         &self,
         body: bollard::models::ContainerCreateBody,
-        stdin: Option<Vec<u8>>,
+        feed: Feed,
         stdout: &mut StreamCapture,
         stderr: &mut StreamCapture,
         alone: bool,
@@ -143,7 +143,7 @@ impl Lifecycle<'_, '_> {
         // Attached before start, so no output is missed.
         let attach_options = AttachContainerOptionsBuilder::new()
             .stream(true)
-            .stdin(stdin.is_some())
+            .stdin(feed.is_open())
             .stdout(true)
             .stderr(true)
             .logs(false)
@@ -187,7 +187,7 @@ impl Lifecycle<'_, '_> {
             tracer: tracer.as_deref(),
         };
         let last_output = std::sync::Mutex::new(None::<Instant>);
-        let io = feed_and_drain(attached, stdin, stdout, stderr, &last_output, self.name);
+        let io = feed_and_drain(attached, feed, stdout, stderr, &last_output, self.name);
         let cgroup = self.cgroup.filter(|cgroup| cgroup.holds(&created.id));
         let measure = || Measured {
             cgroup,

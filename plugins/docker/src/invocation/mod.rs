@@ -36,6 +36,7 @@ use crate::delivery::Files;
 use crate::events::ContainerEvents;
 use crate::held::Leftover;
 use crate::options::OWNER_LABEL;
+use crate::streams::Feed;
 
 /// How long the trace's stream may take to end once its container is gone.
 const TRACE_END_GRACE: Duration = Duration::from_secs(5);
@@ -45,6 +46,23 @@ pub(crate) async fn run(
     invocation: &Invocation,
     alone: bool,
 ) -> InvocationResult {
+    // A case of a conversation starts once the other side reached it too.
+    let live = match context.conversation {
+        Some(side) if context.stage == progscore_sandbox::Stage::Case => {
+            match side.begin(index).await {
+                Ok(live) => Some(live),
+                Err(why) => {
+                    return InvocationResult {
+                        event: InvocationEvent::not_run(why.clone()),
+                        warnings: Vec::new(),
+                        next: Next::Stop(why),
+                        leftover: None,
+                    };
+                }
+            }
+        }
+        _ => None,
+    };
     let name = format!(
         "progscore-{}-{index}",
         progscore_sandbox::owner::random_hex()
@@ -58,7 +76,11 @@ pub(crate) async fn run(
         .cgroups
         .map(|cgroups| cgroups.invocation(context.owner, &name));
     let profile = context.profile;
-    let stdin = invocation.stdin.as_ref().map(|s| s.as_bytes().to_vec());
+    let feed = match (live, &invocation.stdin) {
+        (Some(live), _) => Feed::Live(live),
+        (None, Some(stdin)) => Feed::Bytes(stdin.as_bytes().to_vec()),
+        (None, None) => Feed::Closed,
+    };
     let artifact = profile.image().map(|i| i.to_string()).unwrap_or_default();
     let spec = container_spec(
         profile,
@@ -74,7 +96,7 @@ pub(crate) async fn run(
             cgroup_parent: cgroup.as_ref().map(InvocationCgroup::parent),
         },
         &invocation.args,
-        stdin.is_some(),
+        feed.is_open(),
     );
     let mut stdout = StreamCapture::new(context.limits().output_bytes);
     let mut stderr = StreamCapture::new(context.limits().output_bytes);
@@ -106,7 +128,7 @@ pub(crate) async fn run(
         cgroup: cgroup.as_ref(),
         events: &events,
         kills_sent: std::sync::atomic::AtomicUsize::new(0),
-        with_stdin: stdin.is_some(),
+        with_stdin: feed.is_open(),
         trace: match (&plan, workspace) {
             (TracePlan::Gvisor(sensitive), Some(workspace)) => Some(TraceSetup {
                 workspace,
@@ -117,7 +139,7 @@ pub(crate) async fn run(
         },
     };
     let observed = lifecycle
-        .drive(spec.body, stdin, &mut stdout, &mut stderr, alone)
+        .drive(spec.body, feed, &mut stdout, &mut stderr, alone)
         .await;
 
     let mut warnings = Vec::new();

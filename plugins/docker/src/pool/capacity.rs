@@ -42,10 +42,14 @@ pub(crate) enum NoEngine {
 impl Pool {
     /// A place for one program of `profile` on the freest engine that can
     /// run it; waits while every such engine is full, or down (up to the
-    /// outage wait).
+    /// outage wait). `beside`: the other side of a conversation whose
+    /// program already has its place; it takes one even on a full engine
+    /// (the pair is one program's load), so a pair never waits for the
+    /// capacity its other half holds.
     pub(crate) async fn acquire(
         self: &Arc<Self>,
         profile: &RuntimeProfile,
+        beside: bool,
         token: &CancellationToken,
     ) -> Result<Lease<'_>, NoEngine> {
         loop {
@@ -67,7 +71,7 @@ impl Pool {
                     Err(err) => refused.push(err),
                 }
             }
-            if let Some(lease) = self.take_freest(&ready) {
+            if let Some(lease) = self.take_freest(&ready, beside) {
                 return Ok(lease);
             }
             if ready.is_empty() && down.is_empty() {
@@ -149,7 +153,7 @@ impl Pool {
 
     /// Takes a place on the engine among `ready` with the most room left
     /// (in proportion to its capacity; the first configured when equal).
-    fn take_freest(&self, ready: &[usize]) -> Option<Lease<'_>> {
+    fn take_freest(&self, ready: &[usize], beside: bool) -> Option<Lease<'_>> {
         let _choosing = self
             .choosing
             .lock()
@@ -159,7 +163,9 @@ impl Pool {
             let used = engine.in_flight();
             match engine.capacity() {
                 None => Some(used as f64 / 1e9),
-                Some(capacity) if used < capacity => Some(used as f64 / capacity as f64),
+                Some(capacity) if used < capacity || beside => {
+                    Some(used as f64 / capacity.max(1) as f64)
+                }
                 Some(_) => None,
             }
         };
@@ -222,20 +228,26 @@ mod tests {
         let mut taken = Vec::new();
         // Free room in proportion to capacity; the first configured when equal.
         for expected in [0, 1, 1, 0, 1, 1] {
-            let lease = pool.take_freest(&both).expect("room left");
+            let lease = pool.take_freest(&both, false).expect("room left");
             assert_eq!(lease.index, expected);
             taken.push(lease);
         }
-        assert!(pool.take_freest(&both).is_none(), "both engines are full");
+        assert!(
+            pool.take_freest(&both, false).is_none(),
+            "both engines are full"
+        );
+        // An interactor beside its program's place still gets one.
+        let beside = pool.take_freest(&both, true).expect("a place beside");
+        drop(beside);
         assert_eq!(pool.engines[0].in_flight(), 2);
         assert_eq!(pool.engines[1].in_flight(), 4);
         // A program leaving frees its place on its engine.
         let on_first = taken.iter().position(|l| l.index == 0).unwrap();
         taken.remove(on_first);
-        assert_eq!(pool.take_freest(&both).map(|l| l.index), Some(0));
+        assert_eq!(pool.take_freest(&both, false).map(|l| l.index), Some(0));
         // Only the engines given are considered.
         drop(taken);
-        assert_eq!(pool.take_freest(&[1]).map(|l| l.index), Some(1));
+        assert_eq!(pool.take_freest(&[1], false).map(|l| l.index), Some(1));
     }
 
     #[test]
@@ -243,7 +255,7 @@ mod tests {
         let (mut pool, _root) = pool_of(&[1]);
         pool.engines[0].options.capacity = Capacity::Unbounded;
         let leases: Vec<_> = (0..100)
-            .map(|_| pool.take_freest(&[0]).expect("room"))
+            .map(|_| pool.take_freest(&[0], false).expect("room"))
             .collect();
         assert_eq!(pool.engines[0].in_flight(), 100);
         assert_eq!(pool.capacity(), None);

@@ -5,6 +5,7 @@
 //! sent. Probes that do not depend on the kernel run under both runc
 //! (`python`) and gVisor (`python-gvisor`).
 
+mod conversation;
 mod kills;
 mod pool;
 mod proxy;
