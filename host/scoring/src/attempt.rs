@@ -13,6 +13,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use progscore_sandbox::{Invocation, ProgramFiles, RuntimeProfile, canonical_json, sha256_hex};
 use serde::Serialize;
 
+use crate::interactive::InteractorAttempt;
+
 /// The identity of the program-execution evidence source, part of every
 /// attempt key; bump the version if what a run records changes meaning.
 ///
@@ -41,6 +43,9 @@ pub struct Attempt {
     /// The files placed beside the program (their digests are in the
     /// fingerprint, so in the key); with files, `variant` is always set.
     pub files: ProgramFiles,
+    /// An interactive item's interactor, run beside the program (its
+    /// identity is in the fingerprint under `"interactor"`, so in the key).
+    pub interactor: Option<InteractorAttempt>,
 }
 
 #[derive(Serialize)]
@@ -94,6 +99,7 @@ impl Attempt {
             invocations,
             variant: None,
             files: ProgramFiles::default(),
+            interactor: None,
         })
     }
 
@@ -110,6 +116,19 @@ impl Attempt {
         self
     }
 
+    /// The same attempt, its cases talking to `interactor` (its key must
+    /// already be in the fingerprint: [`keyed_with_interactor`]).
+    pub fn with_interactor(mut self, interactor: Option<InteractorAttempt>) -> Self {
+        self.interactor = interactor;
+        self
+    }
+
+    /// Whether `fingerprint` (an observation's) records exactly this
+    /// attempt's interactor (or none, for an attempt without one).
+    pub fn interactor_is_keyed_in(&self, fingerprint: &serde_json::Value) -> bool {
+        fingerprint.get("interactor") == self.interactor.as_ref().map(|i| &i.key)
+    }
+
     /// The id a clean run of this attempt is stored under.
     pub fn observation_id(&self) -> String {
         observation_id(&self.key)
@@ -120,6 +139,19 @@ impl Attempt {
     pub fn fresh_observation_id(&self) -> String {
         fresh_observation_id(&self.key)
     }
+}
+
+/// `fingerprint` with `interactor`'s key under `"interactor"`; unchanged
+/// without one, so nothing stored changes meaning.
+pub fn keyed_with_interactor(
+    fingerprint: serde_json::Value,
+    interactor: Option<&InteractorAttempt>,
+) -> serde_json::Value {
+    let mut fingerprint = fingerprint;
+    if let Some(interactor) = interactor {
+        fingerprint["interactor"] = interactor.key.clone();
+    }
+    fingerprint
 }
 
 /// sha256 of the canonical JSON of (source, program, profile name and

@@ -241,6 +241,12 @@ pub enum ReplayRefusal {
     /// had (or files where it had none, or none where it had some).
     #[error("observation {id} ran with other files beside the program than the expectation's")]
     OtherFiles { id: String },
+    /// The expectation's interactor (its source, profile, files, or a
+    /// case's input or answer) is not the one the observation talked to.
+    #[error(
+        "observation {id} talked to another interactor (or none) than the expectation's, or with other inputs or answers"
+    )]
+    OtherInteractor { id: String },
     /// The expectation's invocations are not the ones that ran.
     #[error("observation {id} ran other invocations than the expectation's: {detail}")]
     OtherInvocations {

@@ -6,7 +6,7 @@ use progscore_sandbox::{
 use serde::de::Error as _;
 
 use crate::behaviour::BehaviourCondition;
-use crate::checker::Checker;
+use crate::checker::{Checker, CheckerProgram};
 use crate::score_policy::ScorePolicy;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -66,6 +66,14 @@ pub struct ProgramBehaves {
     /// same evidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checker: Option<Checker>,
+    /// An interactive item's interactor (testlib's conventions): a program
+    /// in a sandbox of its own that talks to the program case by case, its
+    /// stdout the program's stdin and the program's stdout its stdin. Each
+    /// case's `stdin` and `answer` are its INPUT and ANSWER files only; it
+    /// gives the case's verdict. Part of the attempt (it changes what the
+    /// program does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interactor: Option<Box<CheckerProgram>>,
     /// The cases, in order; each is one invocation.
     pub cases: Vec<ProgramCase>,
 }
@@ -217,6 +225,7 @@ impl ScoringExpectation {
                 behaviour: None,
                 score: None,
                 checker: None,
+                interactor: None,
                 cases,
             })],
         }

@@ -48,6 +48,7 @@ mod checker_runs;
 mod comparator;
 mod error;
 mod expectation;
+mod interactive;
 mod replayer;
 mod request;
 mod score_policy;
@@ -67,6 +68,7 @@ pub use expectation::{
     Condition, EXIT_CODES, ProgramBehaves, ProgramCase, ProgramResult, ScoringExpectation,
     TextCondition,
 };
+pub use interactive::InteractorAttempt;
 pub use replayer::Replayer;
 pub use request::{
     ObservationRef, ProgramInput, ReplayRequest, Rescore, RescoreRequest, Score, ScoreRequest,
@@ -76,7 +78,9 @@ pub use score_policy::{Aggregate, GroupScore, PolicyScore, ScoreGroup, ScorePoli
 pub use scorer::ProgramExecutionScorer;
 pub use source::{DEFAULT_LEASE_TTL, Evidence, EvidenceUse, ProgramExecutionSource};
 pub use store_call::store_call;
-pub use verdict::{CaseReport, ReasonKind, Verdict, evaluate, evaluate_checked};
+pub use verdict::{
+    CaseDecision, CaseReport, ReasonKind, Verdict, evaluate, evaluate_checked, evaluate_judged,
+};
 
 /// The evidence store this crate records into.
 pub use progscore_evidence as evidence;

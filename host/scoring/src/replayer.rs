@@ -10,21 +10,27 @@ use progscore_evidence::{
     StoredScore,
 };
 use progscore_sandbox::{
-    Invocation, InvocationEvent, Limits, PartialLimitsSpec, ProgramFiles, RuntimeProfile,
-    sha256_hex,
+    Invocation, InvocationEvent, Limits, PartialLimitsSpec, ProgramFiles, ProgramRun,
+    RuntimeProfile, sha256_hex,
 };
 use rayon::prelude::*;
 
-use crate::attempt::{Attempt, SOURCE_IDENTITY, attempt_key, belongs_to_attempt};
+use crate::attempt::{
+    Attempt, SOURCE_IDENTITY, attempt_key, belongs_to_attempt, keyed_with_interactor,
+};
 use crate::checker::{Checker, CheckerProgram, CheckerVerdicts};
 use crate::checker_runs::{self, CheckerPlan};
 use crate::comparator::OutputComparator;
 use crate::error::{ExpectationError, ReplayRefusal, ScoringError};
 use crate::expectation::{Condition, ProgramBehaves, ScoringExpectation};
+use crate::interactive::{self, InteractorAttempt};
 use crate::request::{ObservationRef, ProgramInput, ReplayRequest, Rescore, RescoreRequest, Score};
 use crate::score_policy::GroupScore;
 use crate::source::{EvidenceUse, check_belongs};
-use crate::verdict::{CaseReport, ReasonKind, Verdict, evaluate_checked, no_evidence};
+use crate::verdict::{CaseDecision, CaseReport, ReasonKind, Verdict, evaluate_judged, no_evidence};
+
+/// Cases decided before the program's own rules, by index.
+pub(crate) type Decided = std::collections::BTreeMap<usize, CaseDecision>;
 
 /// Scores stored evidence without any sandbox: replay and rescore. Needs no
 /// engine, so the CLI's `replay` and `rescore` work without one.
@@ -212,13 +218,18 @@ impl Replayer {
             ProgramInput::Inline(bytes) => sha256_hex(bytes),
             ProgramInput::Stored { sha256 } => sha256.clone(),
         };
+        let interactor = self.interactor_attempt(behaves)?;
         let attempt = Attempt::from_parts(
             &profile.name,
-            behaves.files.keyed(profile.fingerprint_json()),
+            keyed_with_interactor(
+                behaves.files.keyed(profile.fingerprint_json()),
+                interactor.as_ref(),
+            ),
             &program_sha256,
             invocations_of(behaves),
         )?
-        .with_files(behaves.files.clone());
+        .with_files(behaves.files.clone())
+        .with_interactor(interactor);
         let previous =
             self.previous_of_same_program(request.item_id.as_deref(), &program_sha256)?;
         let observation = self.attempt_evidence(&profile, &attempt)?;
@@ -297,6 +308,7 @@ impl Replayer {
         if let Some(Checker::Program(checker)) = &behaves.checker {
             self.checker_profile(checker)?;
         }
+        self.interactor_attempt(behaves)?;
         if profile.trace.is_none() {
             let case_asking = behaves
                 .cases
@@ -370,6 +382,10 @@ impl Replayer {
     /// its parameters.
     fn validate_checker(&self, behaves: &ProgramBehaves) -> Result<(), ExpectationError> {
         let refused = |field: String, message: String| ExpectationError::Checker { field, message };
+        if let Some(interactor) = &behaves.interactor {
+            // Its cases' answers are the interactor's, each optional.
+            return interactive::validate(behaves, interactor);
+        }
         let Some(checker) = &behaves.checker else {
             if let Some(case) = behaves
                 .cases
@@ -416,8 +432,18 @@ impl Replayer {
         &self,
         checker: &CheckerProgram,
     ) -> Result<RuntimeProfile, ExpectationError> {
+        self.judge_profile(checker, "checker.program")
+    }
+
+    /// [`Self::checker_profile`] for a judge program written at `at`
+    /// (`checker.program`, `interactor`).
+    fn judge_profile(
+        &self,
+        checker: &CheckerProgram,
+        at: &str,
+    ) -> Result<RuntimeProfile, ExpectationError> {
         let refused = |field: &str, message: String| ExpectationError::Checker {
-            field: format!("checker.program.{field}"),
+            field: format!("{at}.{field}"),
             message,
         };
         let name = self.profile_name(&checker.profile);
@@ -451,6 +477,36 @@ impl Replayer {
             .check_for(&profile)
             .map_err(|e| refused("files", e.to_string()))?;
         Ok(profile)
+    }
+
+    /// An interactive item's interactor side of the attempt (`None` for an
+    /// item without an interactor).
+    pub(crate) fn interactor_attempt(
+        &self,
+        behaves: &ProgramBehaves,
+    ) -> Result<Option<InteractorAttempt>, ExpectationError> {
+        let Some(interactor) = &behaves.interactor else {
+            return Ok(None);
+        };
+        let profile = self.judge_profile(interactor, "interactor")?;
+        interactive::attempt(behaves, interactor, profile).map(Some)
+    }
+
+    /// What the stored evidence of `run` decides, for an item with a
+    /// checker program or an interactor: the judges' verdicts, the cases
+    /// left undetermined before the program's rules, and the ids of the
+    /// checker's runs.
+    pub(crate) fn stored_judgement(
+        &self,
+        behaves: &ProgramBehaves,
+        run: &ProgramRun,
+    ) -> Result<(CheckerVerdicts, Decided, Vec<String>), ScoringError> {
+        if let Some(interactor) = &behaves.interactor {
+            let judged = interactive::judged(behaves, interactor, run);
+            return Ok((judged.checks, judged.decided, Vec::new()));
+        }
+        let (checks, ids) = self.stored_checks(behaves, &run.events)?;
+        Ok((checks, Decided::new(), ids))
     }
 
     /// The item's checker program and its runs for the program's
@@ -546,6 +602,10 @@ impl Replayer {
         if !behaves.files.are_keyed_in(&stored.profile_fingerprint) {
             return Err(ReplayRefusal::OtherFiles { id }.into());
         }
+        let interactor = self.interactor_attempt(behaves)?;
+        if stored.profile_fingerprint.get("interactor") != interactor.as_ref().map(|i| &i.key) {
+            return Err(ReplayRefusal::OtherInteractor { id }.into());
+        }
         let invocations = invocations_of(behaves);
         if invocations != stored.invocations {
             let detail = if invocations.len() != stored.invocations.len() {
@@ -603,6 +663,7 @@ impl Replayer {
             let fits = observation.source == SOURCE_IDENTITY
                 && observation.invocations == attempt.invocations
                 && attempt.files.are_keyed_in(&observation.profile_fingerprint)
+                && attempt.interactor_is_keyed_in(&observation.profile_fingerprint)
                 && profile.resolves_to(&ProgramFiles::unkeyed(&observation.profile_fingerprint));
             if !fits {
                 continue;
@@ -643,13 +704,15 @@ impl Replayer {
         let verdict: Verdict = match (verdict, observation) {
             (Some(verdict), _) => verdict,
             (None, Some(observation)) => {
-                let (checks, checker_ids) = self.stored_checks(behaves, &observation.run.events)?;
+                let (checks, decided, checker_ids) =
+                    self.stored_judgement(behaves, &observation.run)?;
                 observation_ids.extend(checker_ids);
-                evaluate_checked(
+                evaluate_judged(
                     behaves,
                     &observation.run.events,
                     self.comparators.as_ref(),
                     &checks,
+                    &decided,
                 )
             }
             (None, None) => no_evidence(&behaves.profile, behaves.cases.len()),

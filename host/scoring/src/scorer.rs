@@ -7,7 +7,7 @@ use progscore_evidence::{ScoreOrigin, StoreError};
 use progscore_sandbox::{InvocationEvent, Preflight, RuntimeProfile, SandboxError, sha256_hex};
 use tokio_util::sync::CancellationToken;
 
-use crate::attempt::Attempt;
+use crate::attempt::{Attempt, keyed_with_interactor};
 use crate::checker::{Checker, CheckerVerdict, CheckerVerdicts};
 use crate::checker_runs;
 use crate::comparator::OutputComparator;
@@ -17,7 +17,7 @@ use crate::replayer::{Replayer, invocations_of};
 use crate::request::{ObservationRef, ProgramInput, ReplayRequest, Score, ScoreRequest, Scored};
 use crate::source::{EvidenceUse, ProgramExecutionSource, check_belongs};
 use crate::store_call::store_call;
-use crate::verdict::evaluate_checked;
+use crate::verdict::evaluate_judged;
 
 /// Scores programs by running them (or reusing their attempt's evidence),
 /// and runs their checker program on what they wrote (or reuses its run).
@@ -115,14 +115,17 @@ impl ProgramExecutionScorer {
             Cow::Borrowed(profile) => (resolved, Some(profile.clone())),
             Cow::Owned(variant) => (variant.fingerprint_resolved_as(&resolved), Some(variant)),
         };
+        // An interactor talks to the program: it keys the attempt too.
+        let interactor = self.replayer.interactor_attempt(behaves)?;
         Ok(Attempt::from_parts(
             &behaves.profile,
-            behaves.files.keyed(fingerprint),
+            keyed_with_interactor(behaves.files.keyed(fingerprint), interactor.as_ref()),
             program_sha256,
             invocations_of(behaves),
         )?
         .with_variant(variant)
-        .with_files(behaves.files.clone()))
+        .with_files(behaves.files.clone())
+        .with_interactor(interactor))
     }
 
     /// Runs the item's checker program on the program's outputs (`events`),
@@ -265,9 +268,16 @@ impl ProgramExecutionScorer {
             )
             .await?;
         let observation = &evidence.observation;
-        let (checks, checker_ids) = self
-            .run_checker(behaves, &observation.run.events, &request.cancel)
-            .await?;
+        let (checks, decided, checker_ids) = match &behaves.interactor {
+            // The interactor already judged, in the same run.
+            Some(_) => self.replayer.stored_judgement(behaves, &observation.run)?,
+            None => {
+                let (checks, ids) = self
+                    .run_checker(behaves, &observation.run.events, &request.cancel)
+                    .await?;
+                (checks, Default::default(), ids)
+            }
+        };
         // Comparators are synchronous CPU work (WebAssembly calls bounded by
         // their deadline); off the async workers, a slow one stalls no run.
         let verdict = {
@@ -275,11 +285,12 @@ impl ProgramExecutionScorer {
             let behaves = behaves.clone();
             let observation = observation.clone();
             tokio::task::spawn_blocking(move || {
-                evaluate_checked(
+                evaluate_judged(
                     &behaves,
                     &observation.run.events,
                     comparators.as_ref(),
                     &checks,
+                    &decided,
                 )
             })
             .await

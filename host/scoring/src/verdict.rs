@@ -7,6 +7,8 @@
 //! score is `false` as soon as one case fails, `true` only when all match,
 //! and undetermined otherwise.
 
+use std::collections::BTreeMap;
+
 use progscore_evidence::ScoreStatus;
 use progscore_sandbox::{InvocationEvent, Outcome, TimeLimit};
 use serde::{Deserialize, Serialize};
@@ -142,6 +144,30 @@ pub fn evaluate_checked(
     comparators: &dyn OutputComparator,
     checks: &CheckerVerdicts,
 ) -> Verdict {
+    evaluate_judged(behaves, events, comparators, checks, &BTreeMap::new())
+}
+
+/// A case decided by the evidence before the program's own rules apply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CaseDecision {
+    /// Nothing can be decided (the kind of reason, and the reason).
+    Undetermined(ReasonKind, String),
+    /// False, whatever the program did after (the clause, and the judge's
+    /// message).
+    Failed(String, Option<String>),
+}
+
+/// [`evaluate_checked`], with cases the evidence decides before the
+/// program's own rules are applied (an interactive case whose interactor
+/// gave its verdict, or could not decide, before the program ended:
+/// whatever the program did after does not count).
+pub fn evaluate_judged(
+    behaves: &ProgramBehaves,
+    events: &[InvocationEvent],
+    comparators: &dyn OutputComparator,
+    checks: &CheckerVerdicts,
+    decided: &BTreeMap<usize, CaseDecision>,
+) -> Verdict {
     let profile = behaves.profile.as_str();
     let cases = behaves.cases.as_slice();
     let mut reports = Vec::with_capacity(cases.len());
@@ -170,32 +196,40 @@ pub fn evaluate_checked(
         };
         let mut checker = None;
         let mut partial = None;
-        let (matched, detail) =
-            match evaluate_case(index, case, behaves, event, comparators, checks) {
-                CaseResult::Matched(message) => {
-                    checker = message;
-                    (Some(true), None)
-                }
-                CaseResult::Failed(clause, detail) => {
-                    let shown = match &detail {
-                        Some(detail) => format!("{clause}: {detail}"),
-                        None => clause.clone(),
-                    };
-                    first_failure.get_or_insert(clause);
-                    (Some(false), Some(shown))
-                }
-                CaseResult::Partial(score, clause, message) => {
-                    partial = Some(score);
-                    checker = Some(message);
-                    let shown = clause.clone();
-                    first_failure.get_or_insert(clause);
-                    (Some(false), Some(shown))
-                }
-                CaseResult::Undetermined(kind, clause) => {
-                    first_undetermined.get_or_insert((kind, clause.clone()));
-                    (None, Some(clause))
-                }
-            };
+        let result = match decided.get(&index) {
+            Some(CaseDecision::Undetermined(kind, clause)) => {
+                CaseResult::Undetermined(*kind, clause.clone())
+            }
+            Some(CaseDecision::Failed(clause, detail)) => {
+                CaseResult::Failed(clause.clone(), detail.clone())
+            }
+            None => evaluate_case(index, case, behaves, event, comparators, checks),
+        };
+        let (matched, detail) = match result {
+            CaseResult::Matched(message) => {
+                checker = message;
+                (Some(true), None)
+            }
+            CaseResult::Failed(clause, detail) => {
+                let shown = match &detail {
+                    Some(detail) => format!("{clause}: {detail}"),
+                    None => clause.clone(),
+                };
+                first_failure.get_or_insert(clause);
+                (Some(false), Some(shown))
+            }
+            CaseResult::Partial(score, clause, message) => {
+                partial = Some(score);
+                checker = Some(message);
+                let shown = clause.clone();
+                first_failure.get_or_insert(clause);
+                (Some(false), Some(shown))
+            }
+            CaseResult::Undetermined(kind, clause) => {
+                first_undetermined.get_or_insert((kind, clause.clone()));
+                (None, Some(clause))
+            }
+        };
         case_scores.push(partial.or(matched.map(|passed| if passed { 1.0 } else { 0.0 })));
         let usage = event.usage.as_ref();
         reports.push(CaseReport {
@@ -453,25 +487,44 @@ fn evaluate_case(
         }
     }
     let mut accepted = None;
-    if let Some(checker) = &behaves.checker {
-        match judge_case(index, case, checker, event, comparators, checks) {
+    let (judge, judged) = match (&behaves.checker, &behaves.interactor) {
+        (Some(checker), _) => (
+            "checker",
+            Some(judge_case(index, case, checker, event, comparators, checks)),
+        ),
+        (None, Some(_)) => (
+            "interactor",
+            Some(match checks.get(&index) {
+                Some(verdict) => (ReasonKind::CheckerUndecided, verdict.clone()),
+                None => (
+                    ReasonKind::NoEvidence,
+                    CheckerVerdict::Undetermined(
+                        "the run holds no verdict of the interactor for it".into(),
+                    ),
+                ),
+            }),
+        ),
+        (None, None) => ("checker", None),
+    };
+    if let Some(judged) = judged {
+        match judged {
             (_, CheckerVerdict::Accepted(message)) => accepted = Some(message),
             (_, CheckerVerdict::WrongAnswer(message)) => {
                 return CaseResult::Failed(
-                    format!("case {index} output was judged wrong by the checker"),
+                    format!("case {index} output was judged wrong by the {judge}"),
                     Some(message).filter(|m| !m.is_empty()),
                 );
             }
             (_, CheckerVerdict::PresentationError(message)) => {
                 return CaseResult::Failed(
-                    format!("case {index} output was judged malformed by the checker"),
+                    format!("case {index} output was judged malformed by the {judge}"),
                     Some(message).filter(|m| !m.is_empty()),
                 );
             }
             (_, CheckerVerdict::Points { score, message }) if undetermined.is_none() => {
                 return CaseResult::Partial(
                     score,
-                    format!("case {index} earned {score:.4} of its points from the checker"),
+                    format!("case {index} earned {score:.4} of its points from the {judge}"),
                     message,
                 );
             }

@@ -139,18 +139,20 @@ impl ProgramFiles {
         }
     }
 
-    /// `fingerprint` without the files' digests: the profile's own part.
+    /// `fingerprint` without the files' digests (and an interactive
+    /// attempt's interactor): the profile's own part.
     pub fn unkeyed(fingerprint: &serde_json::Value) -> std::borrow::Cow<'_, serde_json::Value> {
-        match fingerprint.get("files") {
-            None => std::borrow::Cow::Borrowed(fingerprint),
-            Some(_) => {
-                let mut own = fingerprint.clone();
-                if let Some(map) = own.as_object_mut() {
-                    map.remove("files");
-                }
-                std::borrow::Cow::Owned(own)
+        const KEYED: [&str; 2] = ["files", "interactor"];
+        if KEYED.iter().all(|key| fingerprint.get(key).is_none()) {
+            return std::borrow::Cow::Borrowed(fingerprint);
+        }
+        let mut own = fingerprint.clone();
+        if let Some(map) = own.as_object_mut() {
+            for key in KEYED {
+                map.remove(key);
             }
         }
+        std::borrow::Cow::Owned(own)
     }
 
     fn digests(&self) -> serde_json::Value {

@@ -328,6 +328,9 @@ async fn fly(
         None => RunRequest::new(&program, &attempt.profile, &attempt.invocations),
     };
     request.on_case = on_case;
+    if let Some(interactor) = &attempt.interactor {
+        request = request.with_interactor(crate::interactive::request(interactor));
+    }
     let result = client.run(request).await;
     // A refusal drops the lease here: nothing will be stored, and a waiting
     // process tries for itself.

@@ -8,6 +8,7 @@ mod common;
 mod doc_flow;
 mod faults;
 mod files;
+mod interactive;
 mod leases;
 mod limits;
 mod policies;
