@@ -7,6 +7,7 @@ mod scoring_common;
 mod architecture;
 mod contest;
 mod engines;
+mod interactive;
 mod kills;
 mod languages;
 mod leases;

@@ -112,8 +112,16 @@ pub(crate) async fn feed_and_drain(
         drop(tap);
         Ok(())
     };
-    let ((), drained) = tokio::join!(feed, drain);
-    drained
+    // Once the output ended the container has stopped: stdin it did not
+    // take is dropped (a write into an exited container's attach stream
+    // may neither fail nor finish, and a conversation's other side must
+    // see this side stop reading).
+    tokio::pin!(feed);
+    tokio::pin!(drain);
+    tokio::select! {
+        drained = &mut drain => drained,
+        () = &mut feed => drain.await,
+    }
 }
 
 /// Resolves when the engine reports that the container is no longer running.
