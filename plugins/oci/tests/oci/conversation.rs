@@ -1,12 +1,16 @@
 //! Interactive runs on the real runtimes: a program and an interactor in two
 //! containers, each one's stdout the other's stdin, case by case.
 
+use std::path::Path;
+use std::time::Duration;
+
+use progscore_oci::{OciClient, OciOptions};
 use progscore_sandbox::{
     InteractorRequest, Invocation, Outcome, ProgramFiles, ProgramRun, RunProfile, RunRequest,
-    SandboxClient, Side,
+    RuntimeProfile, SandboxClient, Side,
 };
 
-use super::{client, leftovers};
+use super::{client, leftovers, spec};
 
 const RUNC: &str = "python-oci";
 const GVISOR: &str = "python-oci-gvisor";
@@ -47,7 +51,25 @@ async fn converse(
     interactor_profile: &str,
     rounds: &[u64],
 ) -> ProgramRun {
-    let client = client();
+    converse_on(
+        &client(),
+        program,
+        INTERACTOR,
+        profile,
+        interactor_profile,
+        rounds,
+    )
+    .await
+}
+
+async fn converse_on(
+    client: &OciClient,
+    program: &str,
+    interactor: &str,
+    profile: &str,
+    interactor_profile: &str,
+    rounds: &[u64],
+) -> ProgramRun {
     let none = ProgramFiles::none();
     let cases = vec![Invocation::default(); rounds.len()];
     let interactor_cases: Vec<_> = rounds
@@ -56,13 +78,13 @@ async fn converse(
         .collect();
     let request =
         RunRequest::new(program.as_bytes(), profile, &cases).with_interactor(InteractorRequest {
-            program: INTERACTOR.as_bytes(),
+            program: interactor.as_bytes(),
             profile: RunProfile::Named(interactor_profile),
             files: none,
             invocations: &interactor_cases,
         });
     let run = client.run(request).await.expect("the pair runs");
-    assert_eq!(leftovers(&client), Vec::<String>::new());
+    assert_eq!(leftovers(client), Vec::<String>::new());
     run
 }
 
@@ -151,4 +173,34 @@ async fn an_interactor_that_gives_up_ends_the_conversation_and_the_program_sees_
     assert_eq!(run.events[0].outcome, Outcome::Exited { exit_code: 0 });
     assert_eq!(run.events[0].stdout.data.to_string_lossy(), "3\nbye\n");
     assert!(interaction.transcripts[0].interactor_ended_first());
+}
+
+/// The program's output ends when it exits, whatever its interactor still
+/// does: its stdin is no longer fed then, and its event never waits for
+/// the interactor's end (past the runtime's bound, which would make it a
+/// sandbox error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_that_ended_is_not_held_by_an_interactor_still_running() {
+    let runtime_timeout = Duration::from_secs(3);
+    let mut long = spec(RUNC);
+    long.limits.timeout = "20s".into();
+    let profile = RuntimeProfile::from_spec(RUNC, &long, Path::new(".")).expect("profile");
+    let client = OciClient::new(
+        vec![profile],
+        OciOptions {
+            runtime_timeout,
+            ..OciOptions::default()
+        },
+    )
+    .expect("client");
+    // Its verdict given, the interactor stays past the runtime's bound
+    // after the program ended (its end of file seen).
+    let lingering = INTERACTOR.replace(
+        "print(f\"ok {n} round trips\", file=sys.stderr)",
+        "sys.stdin.read()\nimport time\ntime.sleep(6)\nprint(f\"ok {n} round trips\", file=sys.stderr)",
+    );
+    assert_ne!(lingering, INTERACTOR);
+    let rounds = [2];
+    let run = converse_on(&client, PROGRAM, &lingering, RUNC, RUNC, &rounds).await;
+    assert_talked(&run, &rounds);
 }
