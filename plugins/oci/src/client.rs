@@ -1,20 +1,19 @@
 //! The OCI implementation of `SandboxClient`: one call is a workspace and
 //! its invocations in order (each run again alone when its timeout must be
-//! confirmed), behind the container backends' shared face (a runtime of the
-//! client's own, so that a dropped call waits for its cleanup).
+//! confirmed, except on a side of a conversation), behind the container
+//! backends' shared face (a runtime of the client's own, so that a dropped
+//! call waits for its cleanup).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use progscore_container::{
-    BuildDisk, Cases, Cgroups, Guarded, Load, Schedule, Workspace, compile_event,
-};
+use progscore_container::{BuildDisk, Cases, Cgroups, Guarded, Load, Workspace, compile_event};
 use progscore_sandbox::timing::{ALONE_RUNS, alone_run_warning};
 use progscore_sandbox::{
-    Backend, BoxFuture, CaseSink, ConversationSide, Invocation, InvocationEvent, Owner, Preflight,
-    ProgramFiles, ProgramRun, RunRequest, RuntimeProfile, SandboxClient, SandboxError, Stage,
-    sha256_hex,
+    Backend, BoxFuture, CaseSink, ConversationSide, Invocation, InvocationEvent, LiveCase, Owner,
+    Preflight, ProgramFiles, ProgramRun, RunRequest, RuntimeProfile, SandboxClient, SandboxError,
+    Side, Stage, sha256_hex,
 };
 use progscore_trace::TracePlan;
 use tokio::sync::{Mutex, OnceCell};
@@ -24,6 +23,7 @@ use crate::image::Images;
 use crate::invocation::{self, ImageInUse, InvocationContext, Next};
 use crate::options::{OWNER_KIND, OciOptions};
 use crate::runtime::OciRuntime;
+use crate::schedule::{Place, Schedule};
 use crate::sweep::sweep_dead_owners;
 
 /// Runs programs in fresh hardened containers started by an OCI runtime
@@ -45,7 +45,8 @@ struct Inner {
     images: Images,
     load: Load,
     /// Shared by every invocation; taken exclusively to confirm a timeout
-    /// with no other program of this client running.
+    /// with no other program of this client running; an interactor's
+    /// place beside its program.
     schedule: Schedule,
 }
 
@@ -160,13 +161,16 @@ impl progscore_container::Backend for Inner {
         conversation: Option<&ConversationSide>,
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
-        if conversation.is_some() {
-            return Err(SandboxError::InteractiveUnsupported {
-                profile: profile.name.clone(),
-            });
-        }
-        self.run_program(program, profile, files, invocations, on_case, token)
-            .await
+        self.run_program(
+            program,
+            profile,
+            files,
+            invocations,
+            on_case,
+            conversation,
+            token,
+        )
+        .await
     }
 
     async fn preflight(&self, profile: &RuntimeProfile) -> Result<Preflight, SandboxError> {
@@ -286,6 +290,10 @@ impl Inner {
 
     /// The workspace, the compile (when the profile has one) and the cases
     /// in order.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the request's parts, checked, and the call's token"
+    )]
     async fn run_program(
         &self,
         program: &[u8],
@@ -293,9 +301,16 @@ impl Inner {
         files: &ProgramFiles,
         invocations: &[Invocation],
         on_case: Option<&CaseSink>,
+        conversation: Option<&ConversationSide>,
         token: &CancellationToken,
     ) -> Result<ProgramRun, SandboxError> {
         let (cgroups, runtime, image) = self.ready(profile).await?;
+        // Every run has its place once it can run (this client waits for
+        // no capacity; its schedule lets the interactor in beside): the
+        // other side may start.
+        if let Some(side) = conversation {
+            side.placed();
+        }
         let workspace =
             Workspace::create(self.owner.dir(), program, profile, files).map_err(|e| {
                 SandboxError::Setup {
@@ -320,6 +335,7 @@ impl Inner {
             program_target: workspace.program_target(),
             stage: Stage::Case,
             build_on_host: build_dir.as_deref(),
+            conversation,
             token,
         };
         let mut warnings = Vec::new();
@@ -376,7 +392,8 @@ impl Inner {
         })
     }
 
-    /// One invocation, run again alone when its timeout must be confirmed.
+    /// One invocation, run again alone when its timeout must be confirmed
+    /// (never on a side of a conversation).
     async fn run_invocation(
         &self,
         context: &InvocationContext<'_>,
@@ -386,22 +403,64 @@ impl Inner {
         left_behind: &mut bool,
     ) -> (InvocationEvent, Option<String>) {
         let token = context.token;
+        // The side of a conversation whose case this is (its compile is not).
+        let live_side = context
+            .conversation
+            .filter(|_| context.stage == Stage::Case);
+        // The program holds its slot while it waits for its interactor to
+        // reach the case: the interactor's slots (its compile's too) are
+        // beside it, never behind a confirmation waiting for that program.
+        let interactor = context
+            .conversation
+            .is_some_and(|side| side.side() == Side::Interactor);
         let mut alone_runs = 0;
         loop {
             let alone = alone_runs > 0;
-            let Some(_slot) = self.schedule.slot(alone, token).await else {
+            let place = match (alone, interactor) {
+                (true, _) => Place::Alone,
+                (false, true) => Place::Beside,
+                (false, false) => Place::Shared,
+            };
+            // The interactor begins the case before it takes its slot, the
+            // program after: the program's slot is held whenever its
+            // interactor is let in beside it.
+            let mut live = None;
+            if let Some(side) = live_side
+                && interactor
+            {
+                match begin(side, index, token).await {
+                    Ok(begun) => live = Some(begun),
+                    Err(why) => return (InvocationEvent::not_run(why.clone()), Some(why)),
+                }
+            }
+            let Some(_slot) = self.schedule.slot(place, token).await else {
                 return (
                     InvocationEvent::not_run("the call was cancelled"),
                     Some("the call was cancelled".into()),
                 );
             };
-            let result = invocation::run(context, index, invocation, alone).await;
+            if let Some(side) = live_side
+                && !interactor
+            {
+                match begin(side, index, token).await {
+                    Ok(begun) => live = Some(begun),
+                    Err(why) => return (InvocationEvent::not_run(why.clone()), Some(why)),
+                }
+            }
+            let result = invocation::run(context, index, invocation, live, alone).await;
             // An invocation's own warnings are what it could not remove.
             *left_behind |= !result.warnings.is_empty();
             warnings.extend(result.warnings);
             match result.next {
                 Next::Continue => return (result.event, None),
                 Next::Stop(reason) => return (result.event, Some(reason)),
+                // A case of a conversation runs once (the other side's case
+                // has ended), and an interactor never runs alone (its
+                // program holds a slot while it waits for it): the event
+                // says what is unproven (an unconfirmed timeout).
+                Next::ConfirmAlone(_) if live_side.is_some() || interactor => {
+                    return (result.event, None);
+                }
                 Next::ConfirmAlone(why) if alone_runs < ALONE_RUNS => {
                     alone_runs += 1;
                     warnings.push(alone_run_warning(index, alone_runs, &why));
@@ -410,5 +469,20 @@ impl Inner {
                 Next::ConfirmAlone(_) => return (result.event, None),
             }
         }
+    }
+}
+
+/// Waits for the other side of the conversation to reach case `index`
+/// too; `Err` (why the case is not run) when it never will, or the call
+/// was cancelled meanwhile.
+async fn begin(
+    side: &ConversationSide,
+    index: usize,
+    token: &CancellationToken,
+) -> Result<LiveCase, String> {
+    tokio::select! {
+        biased;
+        () = token.cancelled() => Err("the call was cancelled".into()),
+        begun = side.begin(index) => begun,
     }
 }

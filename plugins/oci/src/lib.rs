@@ -25,6 +25,7 @@ mod image;
 mod invocation;
 mod options;
 mod runtime;
+mod schedule;
 mod seccomp;
 mod sweep;
 

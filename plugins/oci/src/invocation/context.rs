@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use progscore_container::{Cgroups, Load};
-use progscore_sandbox::{InvocationEvent, Limits, Outcome, ResourceUsage, RuntimeProfile, Stage};
+use progscore_sandbox::{
+    ConversationSide, InvocationEvent, Limits, Outcome, ResourceUsage, RuntimeProfile, Stage,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::options::OciOptions;
@@ -40,6 +42,8 @@ pub(crate) struct InvocationContext<'a> {
     /// The compile (writable build folder) or a case (read-only).
     pub stage: Stage,
     pub build_on_host: Option<&'a Path>,
+    /// The side of a conversation this run is (its cases are live).
+    pub conversation: Option<&'a ConversationSide>,
     pub token: &'a CancellationToken,
 }
 

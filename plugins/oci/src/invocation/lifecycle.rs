@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::context::{InvocationContext, Observed, not_run};
 use super::provision::{LEAF, SANDBOX_LOGS};
-use super::streams::feed_and_drain;
+use super::streams::{Feed, feed_and_drain};
 use crate::runtime::RuntimeKind;
 
 /// How often the runtime's pid file is looked for while the container starts.
@@ -89,7 +89,7 @@ impl Lifecycle<'_, '_> {
     /// Start, the program's window, the outcome.
     pub(super) async fn drive(
         &self,
-        stdin: Option<Vec<u8>>,
+        feed: Feed,
         stdout: &mut StreamCapture,
         stderr: &mut StreamCapture,
         alone: bool,
@@ -122,7 +122,7 @@ impl Lifecycle<'_, '_> {
             .arg("--pid-file")
             .arg(&pid_file)
             .arg(self.name)
-            .stdin(if stdin.is_some() {
+            .stdin(if feed.is_open() {
                 Stdio::piped()
             } else {
                 Stdio::null()
@@ -135,7 +135,7 @@ impl Lifecycle<'_, '_> {
         let last_output = std::sync::Mutex::new(None::<Instant>);
         let io = feed_and_drain(
             child.stdin.take(),
-            stdin,
+            feed,
             child.stdout.take(),
             child.stderr.take(),
             stdout,

@@ -33,21 +33,27 @@ pub(crate) use provision::RUNTIME_MARKER;
 use std::time::Duration;
 
 use progscore_container::millis;
-use progscore_sandbox::{Invocation, InvocationEvent, Outcome, Provenance, StreamCapture};
+use progscore_sandbox::{
+    Invocation, InvocationEvent, LiveCase, Outcome, Provenance, StreamCapture,
+};
 use progscore_trace::TracePlan;
 use progscore_trace::gvisor_trace::GvisorTrace;
 use progscore_trace::seccomp_trace::SeccompTrace;
 
 use self::lifecycle::Lifecycle;
 use self::provision::{Prepared, prepare, remove};
+use self::streams::Feed;
 
 /// How long the trace's stream may take to end once its sandbox is gone.
 const TRACE_END_GRACE: Duration = Duration::from_secs(5);
 
+/// Runs one invocation; `live`, a case of a conversation both sides began
+/// (its stdin and stdout are the other side's).
 pub(crate) async fn run(
     context: &InvocationContext<'_>,
     index: usize,
     invocation: &Invocation,
+    live: Option<LiveCase>,
     alone: bool,
 ) -> InvocationResult {
     let name = format!(
@@ -89,7 +95,11 @@ pub(crate) async fn run(
                     Err(e) => untraced = format!("the trace could not be set up: {e}"),
                 }
             }
-            let stdin = invocation.stdin.as_ref().map(|s| s.as_bytes().to_vec());
+            let feed = match (live, &invocation.stdin) {
+                (Some(live), _) => Feed::Live(live),
+                (None, Some(stdin)) => Feed::Bytes(stdin.as_bytes().to_vec()),
+                (None, None) => Feed::Closed,
+            };
             let lifecycle = Lifecycle {
                 context,
                 name: &name,
@@ -101,9 +111,7 @@ pub(crate) async fn run(
                     .map(GvisorTrace::hold)
                     .or_else(|| seccomp_trace.as_ref().map(SeccompTrace::hold)),
             };
-            let observed = lifecycle
-                .drive(stdin, &mut stdout, &mut stderr, alone)
-                .await;
+            let observed = lifecycle.drive(feed, &mut stdout, &mut stderr, alone).await;
             (observed, argv)
         }
         Err(message) => (Err(message), Vec::new()),

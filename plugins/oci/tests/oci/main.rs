@@ -9,6 +9,7 @@ use progscore_sandbox::SandboxClientExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod conversation;
 mod faults;
 mod frozen;
 mod traced_runc;
