@@ -150,7 +150,7 @@ fn interactive_problems_are_judged_by_their_interactors() {
         ("guess/crash.py by interactor.py", ""),
     ] {
         let wrong = &lines[id];
-        assert_eq!(verdict(wrong), "false", "{id}: {}", wrong.to_string());
+        assert_eq!(verdict(wrong), "false", "{id}: {wrong}");
         assert!(rationale(wrong).contains(says), "{id}: {wrong}");
     }
     // The first test's secret is small enough for a linear scan.

@@ -34,7 +34,7 @@ pub use facade::{Backend, Guarded};
 pub use guard::{shut_down, spawn_guarded};
 pub use output::output_was_active;
 pub use path_error::PathError;
-pub use schedule::{Load, Running, Schedule, Slot};
+pub use schedule::{Load, Place, Running, Schedule, Slot};
 pub use window::{Killed, Measured, Program, Watched, Window, millis};
 pub use workspace::{
     BUILD_ENTRY_BYTES, BuildDisk, Workspace, build_size, compile_event, tree_sha256,

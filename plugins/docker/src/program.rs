@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use progscore_container::{BuildDisk, Cases, Load, Schedule, Workspace, compile_event};
+use progscore_container::{BuildDisk, Cases, Load, Place, Schedule, Workspace, compile_event};
 use progscore_sandbox::timing::{ALONE_RUNS, alone_run_warning};
 use progscore_sandbox::{
     CaseSink, CompileEvent, ConversationSide, Invocation, InvocationEvent, Outcome, ProgramFiles,
@@ -160,6 +160,9 @@ impl Runner {
         conversation: Option<&ConversationSide>,
         token: &CancellationToken,
     ) -> Result<ProgramRun, CallFault> {
+        // The interactor's invocations (its compile too) take their slots
+        // beside its program's, which waits for them.
+        let beside = conversation.is_some_and(|side| side.side() == Side::Interactor);
         let pooled = lease.engine();
         let (runtime, image) = self
             .pool
@@ -242,6 +245,7 @@ impl Runner {
             files: &files,
             stage: Stage::Case,
             conversation,
+            beside,
             token,
         };
         let ran = match delivery_fault {
@@ -400,7 +404,14 @@ impl Runner {
             // Alone: no other program of this client runs meanwhile. Only
             // the wait for the slot is cut short by a cancellation; a
             // started invocation cleans up after itself.
-            let Some(slot) = self.schedule.slot(alone, token).await else {
+            let place = if alone {
+                Place::Alone
+            } else if context.beside {
+                Place::Beside
+            } else {
+                Place::Shared
+            };
+            let Some(slot) = self.schedule.slot(place, token).await else {
                 return Ok((
                     InvocationEvent::not_run("the call was cancelled"),
                     Some("the call was cancelled".into()),

@@ -23,8 +23,8 @@ use crate::image::Images;
 use crate::invocation::{self, ImageInUse, InvocationContext, Next};
 use crate::options::{OWNER_KIND, OciOptions};
 use crate::runtime::OciRuntime;
-use crate::schedule::{Place, Schedule};
 use crate::sweep::sweep_dead_owners;
+use progscore_container::{Place, Schedule};
 
 /// Runs programs in fresh hardened containers started by an OCI runtime
 /// binary (runc, runsc) directly, from images fetched by digest: no daemon.

@@ -25,7 +25,6 @@ mod image;
 mod invocation;
 mod options;
 mod runtime;
-mod schedule;
 mod seccomp;
 mod sweep;
 

@@ -43,6 +43,9 @@ pub(crate) struct InvocationContext<'a> {
     pub stage: Stage,
     /// The side of a conversation these cases are (never the compile's).
     pub conversation: Option<&'a ConversationSide>,
+    /// The interactor's side of a conversation: its slots are taken
+    /// beside its program's (see `progscore_container::Place::Beside`).
+    pub beside: bool,
     pub token: &'a CancellationToken,
 }
 
