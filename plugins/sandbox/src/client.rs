@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-use crate::conversation::{ConversationSide, InteractorRequest};
+use crate::conversation::ConversationSide;
 use crate::files::{InvalidFiles, ProgramFiles};
 use crate::invocation::{InvalidInvocation, Invocation};
 use crate::profile::RuntimeProfile;
@@ -64,6 +64,18 @@ impl std::fmt::Debug for CaseSink {
     }
 }
 
+/// The other side of an interactive request: the interactor, its profile
+/// (or a variant with its own limits), the files beside it, and one
+/// invocation per invocation of the program (its arguments; its stdin is
+/// the program's stdout).
+#[derive(Debug, Clone, Copy)]
+pub struct InteractorRequest<'a> {
+    pub program: &'a [u8],
+    pub profile: RunProfile<'a>,
+    pub files: &'a ProgramFiles,
+    pub invocations: &'a [Invocation],
+}
+
 /// What one call runs: a program, under a profile (or a variant of one),
 /// with files beside it, once per invocation.
 #[derive(Debug, Clone)]
@@ -85,10 +97,10 @@ pub struct RunRequest<'a> {
     pub on_case: Option<CaseSink>,
     /// An interactive request: the interactor each case's program talks
     /// to (see [`crate::conversation`]). Backends run it with
-    /// [`crate::conversation::converse`]; one that cannot run a side of a
+    /// [`crate::converse::converse`]; one that cannot run a side of a
     /// conversation refuses it ([`SandboxError::InteractiveUnsupported`]).
     pub interactor: Option<InteractorRequest<'a>>,
-    /// Set by [`crate::conversation::converse`] only: this run is one side
+    /// Set by [`crate::converse::converse`] only: this run is one side
     /// of a conversation, and its cases' stdin and stdout are live.
     pub conversation: Option<ConversationSide>,
 }

@@ -3,7 +3,7 @@
 //! stdin and the interactor's stdout the program's stdin.
 //!
 //! The composition is the contract's, once for every backend
-//! ([`converse`]): the request is split into two runs, one per side, joined
+//! ([`crate::converse::converse`]): the request is split into two runs, one per side, joined
 //! by a [`Conversation`]. A backend that can run a side
 //! ([`RunRequest::conversation`]) does three things only: it tells when it
 //! has a place for the run ([`ConversationSide::placed`]: the interactor is
@@ -22,141 +22,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
-use crate::client::{RunProfile, RunRequest, SandboxClient, SandboxError};
-use crate::files::ProgramFiles;
-use crate::invocation::Invocation;
-use crate::run::{InvocationEvent, ProgramRun};
+use crate::run::{MAX_TURNS, Side, Transcript, Turn};
 
 /// Chunks in flight per direction before its writer waits: the pipe's
 /// capacity, bounded like a kernel pipe's.
 const CHUNKS_IN_FLIGHT: usize = 16;
-
-/// Turns a transcript lists; beyond them, only counted (the bytes are in
-/// each side's stdout).
-pub const MAX_TURNS: usize = 4096;
-
-/// Which side of a conversation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Side {
-    /// The program being judged.
-    Program,
-    /// The judge's interactor.
-    Interactor,
-}
-
-impl Side {
-    fn other(self) -> Side {
-        match self {
-            Side::Program => Side::Interactor,
-            Side::Interactor => Side::Program,
-        }
-    }
-
-    fn slot(self) -> usize {
-        match self {
-            Side::Program => 0,
-            Side::Interactor => 1,
-        }
-    }
-}
-
-impl std::fmt::Display for Side {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Side::Program => "program",
-            Side::Interactor => "interactor",
-        })
-    }
-}
-
-/// The other side of an interactive request: the interactor, its profile
-/// (or a variant with its own limits), the files beside it, and one
-/// invocation per invocation of the program (its arguments; its stdin is
-/// the program's stdout).
-#[derive(Debug, Clone, Copy)]
-pub struct InteractorRequest<'a> {
-    pub program: &'a [u8],
-    pub profile: RunProfile<'a>,
-    pub files: &'a ProgramFiles,
-    pub invocations: &'a [Invocation],
-}
-
-/// What the interactor did, stored with the program's run: its own run
-/// (compile and one event per case) and each case's transcript.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Interaction {
-    /// The interactor's run.
-    pub interactor: ProgramRun,
-    /// One per case, in order (empty for a case that never began).
-    pub transcripts: Vec<Transcript>,
-}
-
-/// One case's conversation: every write as it crossed, and when each
-/// side's output ended, in microseconds from the case's start (both sides
-/// had begun it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Transcript {
-    /// The writes, in the order they crossed (up to [`MAX_TURNS`]).
-    pub turns: Vec<Turn>,
-    /// Writes beyond [`MAX_TURNS`], counted only.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub turns_dropped: u64,
-    /// When the program's output ended (it exited or was killed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub program_ended_us: Option<u64>,
-    /// When the interactor's output ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interactor_ended_us: Option<u64>,
-    /// Bytes the program wrote that the interactor never took (it had
-    /// stopped reading or ended).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub program_bytes_undelivered: u64,
-    /// Bytes the interactor wrote that the program never took.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub interactor_bytes_undelivered: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// One write that crossed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Turn {
-    /// Who wrote it.
-    pub from: Side,
-    /// When it crossed, in microseconds from the case's start.
-    pub at_us: u64,
-    /// How many bytes.
-    pub bytes: u64,
-}
-
-impl Transcript {
-    /// Whether the interactor's output ended before the program's: its
-    /// verdict was given on a conversation the program had not left (and
-    /// progscore had not cut by ending the program).
-    pub fn interactor_ended_first(&self) -> bool {
-        match (self.interactor_ended_us, self.program_ended_us) {
-            (Some(interactor), Some(program)) => interactor < program,
-            (Some(_), None) => true,
-            _ => false,
-        }
-    }
-
-    /// How many bytes `side` wrote, by the turns listed.
-    pub fn bytes_from(&self, side: Side) -> u64 {
-        self.turns
-            .iter()
-            .filter(|turn| turn.from == side)
-            .map(|turn| turn.bytes)
-            .sum()
-    }
-}
 
 /// One side's live ends of a case, from [`ConversationSide::begin`].
 #[derive(Debug)]
@@ -171,7 +44,7 @@ pub struct LiveCase {
 }
 
 /// A case both sides began: the pump's ends.
-struct PumpEnds {
+pub(crate) struct PumpEnds {
     from_program: mpsc::Receiver<Vec<u8>>,
     to_interactor: mpsc::Sender<Vec<u8>>,
     from_interactor: mpsc::Receiver<Vec<u8>>,
@@ -194,14 +67,14 @@ struct State {
 }
 
 /// Two runs joined case by case.
-pub struct Conversation {
+pub(crate) struct Conversation {
     cases: usize,
     state: Mutex<State>,
     changed: Notify,
 }
 
 impl Conversation {
-    fn new(cases: usize) -> Arc<Conversation> {
+    pub(crate) fn new(cases: usize) -> Arc<Conversation> {
         let mut state = State::default();
         for live in &mut state.live {
             live.resize_with(cases, || None);
@@ -220,13 +93,13 @@ impl Conversation {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn finish(&self, side: Side) {
+    pub(crate) fn finish(&self, side: Side) {
         self.lock().finished[side.slot()] = true;
         self.changed.notify_waiters();
     }
 
     /// Whether `side` got a place, or finished without one.
-    async fn placed_or_finished(&self, side: Side) -> bool {
+    pub(crate) async fn placed_or_finished(&self, side: Side) -> bool {
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
@@ -246,7 +119,7 @@ impl Conversation {
 
     /// The pump's ends of case `index`, once both sides began it; `None`
     /// once it never will.
-    async fn ready(&self, index: usize) -> Option<PumpEnds> {
+    pub(crate) async fn ready(&self, index: usize) -> Option<PumpEnds> {
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
@@ -284,6 +157,10 @@ impl std::fmt::Debug for ConversationSide {
 }
 
 impl ConversationSide {
+    pub(crate) fn new(conversation: Arc<Conversation>, side: Side) -> ConversationSide {
+        ConversationSide { conversation, side }
+    }
+
     /// Which side this run is.
     pub fn side(&self) -> Side {
         self.side
@@ -378,108 +255,8 @@ impl ConversationSide {
     }
 }
 
-/// Runs an interactive request (`request.interactor` set): the program and
-/// the interactor as two runs of `client` joined case by case; the
-/// program's run with the interactor's run and the transcripts in its
-/// [`ProgramRun::interaction`]. `Err` when either side was refused.
-pub async fn converse<C: SandboxClient + ?Sized>(
-    client: &C,
-    request: RunRequest<'_>,
-) -> Result<ProgramRun, SandboxError> {
-    let Some(interactor) = request.interactor else {
-        return client.run(request).await;
-    };
-    let cases = request.invocations.len();
-    if interactor.invocations.len() != cases {
-        return Err(SandboxError::Setup {
-            message: format!(
-                "an interactive run needs one interactor invocation per case: {} cases, {} interactor invocations",
-                cases,
-                interactor.invocations.len()
-            ),
-        });
-    }
-    let conversation = Conversation::new(cases);
-    let interactor_profile = match interactor.profile {
-        RunProfile::Named(name) => name.to_string(),
-        RunProfile::Variant(variant) => variant.name.clone(),
-    };
-    let program_request = RunRequest {
-        interactor: None,
-        // A case's event alone decides nothing in a conversation.
-        on_case: None,
-        conversation: Some(ConversationSide {
-            conversation: conversation.clone(),
-            side: Side::Program,
-        }),
-        ..request
-    };
-    let interactor_request = RunRequest {
-        program: interactor.program,
-        profile: interactor.profile,
-        files: interactor.files,
-        invocations: interactor.invocations,
-        on_case: None,
-        interactor: None,
-        conversation: Some(ConversationSide {
-            conversation: conversation.clone(),
-            side: Side::Interactor,
-        }),
-    };
-    let program_side = async {
-        let run = client.run(program_request).await;
-        conversation.finish(Side::Program);
-        run
-    };
-    let interactor_side = async {
-        // Started once the program has its place: never a pair holding
-        // the capacity its other half waits for.
-        let run = if conversation.placed_or_finished(Side::Program).await {
-            Some(client.run(interactor_request).await)
-        } else {
-            None
-        };
-        conversation.finish(Side::Interactor);
-        run
-    };
-    let pump = async {
-        let mut transcripts = Vec::with_capacity(cases);
-        for index in 0..cases {
-            match conversation.ready(index).await {
-                Some(ends) => transcripts.push(pump_case(ends).await),
-                None => transcripts.push(Transcript::default()),
-            }
-        }
-        transcripts
-    };
-    let (program_run, interactor_run, transcripts) =
-        tokio::join!(program_side, interactor_side, pump);
-    let mut run = program_run?;
-    let interactor_run = match interactor_run {
-        Some(run) => run?,
-        // The program never had a place: its run says why.
-        None => ProgramRun {
-            profile: interactor_profile,
-            program_sha256: crate::canonical::sha256_hex(interactor.program),
-            events: interactor
-                .invocations
-                .iter()
-                .map(|_| InvocationEvent::not_run("the program's run never had a place"))
-                .collect(),
-            sandbox_warnings: Vec::new(),
-            compile: None,
-            interaction: None,
-        },
-    };
-    run.interaction = Some(Box::new(Interaction {
-        interactor: interactor_run,
-        transcripts,
-    }));
-    Ok(run)
-}
-
 /// Copies both directions of one case, each on its own, and records them.
-async fn pump_case(ends: PumpEnds) -> Transcript {
+pub(crate) async fn pump_case(ends: PumpEnds) -> Transcript {
     let transcript = Mutex::new(Transcript::default());
     let started = ends.started;
     let record = |from: Side, bytes: usize| {

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use crate::canonical::sha256_hex;
 use crate::client::{BoxFuture, Preflight, RunRequest, SandboxClient, SandboxError};
-use crate::conversation::Interaction;
 use crate::invocation::Invocation;
 use crate::profile::RuntimeProfile;
+use crate::run::Interaction;
 use crate::run::{CapturedStream, CompileEvent, InvocationEvent, Outcome, ProgramRun};
 
 /// One request as the fake saw it.

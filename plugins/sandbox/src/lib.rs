@@ -14,6 +14,7 @@ pub mod canonical;
 pub mod capture;
 pub mod client;
 pub mod conversation;
+pub mod converse;
 pub mod fake;
 pub mod files;
 pub mod invocation;
@@ -29,13 +30,13 @@ pub use behaviour::{
 pub use bytes::ByteString;
 pub use canonical::{canonical_json, sha256_hex};
 pub use capture::StreamCapture;
+pub use client::InteractorRequest;
 pub use client::{
     BoxFuture, CaseDone, CaseSink, Preflight, RunProfile, RunRequest, SandboxClient,
     SandboxClientExt, SandboxError,
 };
-pub use conversation::{
-    ConversationSide, Interaction, InteractorRequest, LiveCase, Side, Transcript, Turn, converse,
-};
+pub use conversation::{ConversationSide, LiveCase};
+pub use converse::converse;
 pub use files::{InvalidFiles, MAX_FILES, MAX_FILES_BYTES, ProgramFiles};
 pub use invocation::{Invocation, InvocationError, MAX_ARG_BYTES, MAX_ARGV_BYTES, MAX_STDIN_BYTES};
 pub use owner::{
@@ -49,7 +50,7 @@ pub use profile::{
     is_sha256_hex,
 };
 pub use run::{
-    CapturedStream, CompileEvent, InvocationEvent, Outcome, ProgramRun, Provenance, ResourceUsage,
-    TimeLimit,
+    CapturedStream, CompileEvent, Interaction, InvocationEvent, MAX_TURNS, Outcome, ProgramRun,
+    Provenance, ResourceUsage, Side, TimeLimit, Transcript, Turn,
 };
 pub use timing::{CpuWindow, MAX_FROZEN, TimeoutProof, fair_extension};

@@ -25,7 +25,7 @@ pub struct ProgramRun {
     /// For an interactive run: the interactor's run and each case's
     /// transcript ([`crate::conversation`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interaction: Option<Box<crate::conversation::Interaction>>,
+    pub interaction: Option<Box<Interaction>>,
 }
 
 /// What happened when the program was built: the compiler's outcome, its
@@ -474,5 +474,116 @@ mod tests {
         assert!(!Outcome::MemoryLimit.is_unproven());
         let legacy: Outcome = serde_json::from_str(r#"{"outcome": "timed_out"}"#).unwrap();
         assert_eq!(legacy, Outcome::timed_out());
+    }
+}
+
+/// Turns a transcript lists; beyond them, only counted (the bytes are in
+/// each side's stdout).
+pub const MAX_TURNS: usize = 4096;
+
+/// Which side of a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// The program being judged.
+    Program,
+    /// The judge's interactor.
+    Interactor,
+}
+
+impl Side {
+    pub(crate) fn other(self) -> Side {
+        match self {
+            Side::Program => Side::Interactor,
+            Side::Interactor => Side::Program,
+        }
+    }
+
+    pub(crate) fn slot(self) -> usize {
+        match self {
+            Side::Program => 0,
+            Side::Interactor => 1,
+        }
+    }
+}
+
+impl std::fmt::Display for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Side::Program => "program",
+            Side::Interactor => "interactor",
+        })
+    }
+}
+
+/// What the interactor did, stored with the program's run: its own run
+/// (compile and one event per case) and each case's transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interaction {
+    /// The interactor's run.
+    pub interactor: ProgramRun,
+    /// One per case, in order (empty for a case that never began).
+    pub transcripts: Vec<Transcript>,
+}
+
+/// One case's conversation: every write as it crossed, and when each
+/// side's output ended, in microseconds from the case's start (both sides
+/// had begun it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transcript {
+    /// The writes, in the order they crossed (up to [`MAX_TURNS`]).
+    pub turns: Vec<Turn>,
+    /// Writes beyond [`MAX_TURNS`], counted only.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub turns_dropped: u64,
+    /// When the program's output ended (it exited or was killed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_ended_us: Option<u64>,
+    /// When the interactor's output ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interactor_ended_us: Option<u64>,
+    /// Bytes the program wrote that the interactor never took (it had
+    /// stopped reading or ended).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub program_bytes_undelivered: u64,
+    /// Bytes the interactor wrote that the program never took.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interactor_bytes_undelivered: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// One write that crossed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    /// Who wrote it.
+    pub from: Side,
+    /// When it crossed, in microseconds from the case's start.
+    pub at_us: u64,
+    /// How many bytes.
+    pub bytes: u64,
+}
+
+impl Transcript {
+    /// Whether the interactor's output ended before the program's: its
+    /// verdict was given on a conversation the program had not left (and
+    /// progscore had not cut by ending the program).
+    pub fn interactor_ended_first(&self) -> bool {
+        match (self.interactor_ended_us, self.program_ended_us) {
+            (Some(interactor), Some(program)) => interactor < program,
+            (Some(_), None) => true,
+            _ => false,
+        }
+    }
+
+    /// How many bytes `side` wrote, by the turns listed.
+    pub fn bytes_from(&self, side: Side) -> u64 {
+        self.turns
+            .iter()
+            .filter(|turn| turn.from == side)
+            .map(|turn| turn.bytes)
+            .sum()
     }
 }
