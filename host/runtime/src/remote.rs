@@ -313,6 +313,14 @@ impl SandboxClient for RemoteClient {
                     .ok_or_else(|| SandboxError::unknown_profile(name, &self.profiles))?,
                 RunProfile::Variant(variant) => variant,
             };
+            // A node answers a whole request at once: a conversation's
+            // sides cannot be joined across it (yet). Refused, never run
+            // without its interactor.
+            if request.interactor.is_some() || request.conversation.is_some() {
+                return Err(SandboxError::InteractiveUnsupported {
+                    profile: variant.name.clone(),
+                });
+            }
             self.run_remote(request.program, variant, request.files, request.invocations)
                 .await
         })
