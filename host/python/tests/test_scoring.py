@@ -241,6 +241,56 @@ async def test_a_checker_judges_answers_and_a_fraction_scores_the_cases(config: 
     assert score.cases[2].detail is not None and "judged wrong by the checker" in score.cases[2].detail
 
 
+INTERACTOR = """import sys
+secret = int(open(sys.argv[1]).read())
+for queries in range(1, 9):
+    line = sys.stdin.readline().split()
+    if not line:
+        print("wrong answer unexpected end of the program's output", file=sys.stderr)
+        sys.exit(1)
+    if line[0] == "!":
+        ok = int(line[1]) == secret
+        print("ok found it" if ok else "wrong answer not the secret", file=sys.stderr)
+        sys.exit(0 if ok else 1)
+    guess = int(line[1])
+    print("=" if guess == secret else ("<" if secret < guess else ">"), flush=True)
+print("wrong answer query limit exceeded", file=sys.stderr)
+sys.exit(1)
+"""
+
+SEARCH = """lo, hi = 1, 100
+while True:
+    mid = (lo + hi) // 2
+    print("?", mid, flush=True)
+    answer = input().strip()
+    if answer == "=":
+        print("!", mid, flush=True)
+        break
+    lo, hi = (lo, mid - 1) if answer == "<" else (mid + 1, hi)
+"""
+
+
+async def test_an_interactor_judges_a_conversation_kept_as_evidence(config: pathlib.Path) -> None:
+    client = DockerSandboxClient.from_config(config)
+    scorer = scorer_for(client, config.parent / "evidence.db")
+    cases = tuple(
+        ProgramCase(invocation=ProgramInvocation(stdin=secret), expected=ProgramResult(answer=secret))
+        for secret in ("37", "100")
+    )
+    interactor = {"profile": "python", "source": INTERACTOR}
+    behaves = ProgramBehaves(runtime_profile_name="python", cases=cases, interactor=interactor)
+    expectation = ScoringExpectation(conditions=(behaves,))
+    right = (await scorer.score_async(scorable=ContentScorable(value=SEARCH), expectation=expectation))[0]
+    assert right.status == "complete", right.score_rationale
+    assert right.value is True, right.cases
+    assert right.cases[0].checker == "ok found it"
+    # Guessing linearly runs past the query limit: the interactor says so.
+    linear = "for x in range(1, 101):\n    print('?', x, flush=True)\n    if input() == '=':\n        print('!', x); break\n"
+    wrong = (await scorer.score_async(scorable=ContentScorable(value=linear), expectation=expectation))[0]
+    assert wrong.value is False
+    assert wrong.cases[0].detail is not None and "query limit exceeded" in wrong.cases[0].detail
+
+
 def test_a_tagged_image_is_refused() -> None:
     with pytest.raises(InvalidExpectationError, match="not pinned"):
         DockerSandboxClient(profiles={"python": DockerRuntimeProfile(image="python:3.12", command=("python3",))})

@@ -10,13 +10,12 @@
 //! a [`Desk`] when woken, and answers each by id. progscore's threads never
 //! call it; they only post and wake.
 
-use progscore_sandbox::SandboxClientExt as _;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use progscore_sandbox::{
-    BoxFuture, ByteString, Invocation, Limits, Preflight, ProgramFiles, ProgramRun, RunProfile,
-    RunRequest, RuntimeProfile, SandboxClient, SandboxError,
+    BoxFuture, ByteString, InteractorRequest, Invocation, Limits, Preflight, ProgramFiles,
+    ProgramRun, RunProfile, RunRequest, RuntimeProfile, SandboxClient, SandboxError,
 };
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
@@ -39,9 +38,46 @@ pub enum RemoteRequest {
         #[serde(default)]
         files: ProgramFiles,
         invocations: Vec<Invocation>,
+        /// An interactive request's interactor: the node runs both sides
+        /// (a conversation is not joined across machines).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        interactor: Option<Box<RemoteInteractor>>,
     },
     /// Check the node's profile of this name before anything runs.
     Preflight { profile: String },
+}
+
+/// The interactor of an interactive [`RemoteRequest::Execute`], under the
+/// node's profile of this name with these limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteInteractor {
+    pub profile: String,
+    pub program: ByteString,
+    pub limits: Limits,
+    #[serde(default)]
+    pub compile_limits: Option<Limits>,
+    #[serde(default)]
+    pub files: ProgramFiles,
+    pub invocations: Vec<Invocation>,
+}
+
+/// The node's profile `name` with these limits, or why not.
+fn node_variant(
+    client: &dyn SandboxClient,
+    name: &str,
+    limits: Limits,
+    compile_limits: Option<Limits>,
+) -> Result<RuntimeProfile, SandboxError> {
+    let Some(own) = client.profile(name) else {
+        return Err(SandboxError::unknown_profile(name, client.profiles()));
+    };
+    let mut variant = own.clone();
+    variant.limits = limits;
+    if let (Some(step), Some(limits)) = (variant.compile.as_mut(), compile_limits) {
+        step.limits = limits;
+    }
+    Ok(variant)
 }
 
 impl RemoteRequest {
@@ -98,22 +134,40 @@ pub async fn serve(client: &dyn SandboxClient, request: RemoteRequest) -> Remote
             compile_limits,
             files,
             invocations,
+            interactor,
         } => {
-            let Some(own) = client.profile(&profile) else {
-                return RemoteReply::refused(&SandboxError::unknown_profile(
-                    &profile,
-                    client.profiles(),
-                ));
+            let variant = match node_variant(client, &profile, limits, compile_limits) {
+                Ok(variant) => variant,
+                Err(error) => return RemoteReply::refused(&error),
             };
-            let mut variant = own.clone();
-            variant.limits = limits;
-            if let (Some(step), Some(limits)) = (variant.compile.as_mut(), compile_limits) {
-                step.limits = limits;
+            let interactor = match interactor {
+                None => None,
+                Some(interactor) => {
+                    let RemoteInteractor {
+                        profile,
+                        program,
+                        limits,
+                        compile_limits,
+                        files,
+                        invocations,
+                    } = *interactor;
+                    match node_variant(client, &profile, limits, compile_limits) {
+                        Ok(variant) => Some((variant, program, files, invocations)),
+                        Err(error) => return RemoteReply::refused(&error),
+                    }
+                }
+            };
+            let mut request =
+                RunRequest::variant(program.as_bytes(), &variant, &invocations).with_files(&files);
+            if let Some((variant, program, files, invocations)) = &interactor {
+                request = request.with_interactor(InteractorRequest {
+                    program: program.as_bytes(),
+                    profile: RunProfile::Variant(variant),
+                    files,
+                    invocations,
+                });
             }
-            match client
-                .execute_with_files(program.as_bytes(), &variant, &files, &invocations)
-                .await
-            {
+            match client.run(request).await {
                 Ok(run) => RemoteReply::Run { run: Box::new(run) },
                 Err(error) => RemoteReply::refused(&error),
             }
@@ -255,6 +309,7 @@ impl RemoteClient {
         variant: &RuntimeProfile,
         files: &ProgramFiles,
         invocations: &[Invocation],
+        interactor: Option<Box<RemoteInteractor>>,
     ) -> Result<ProgramRun, SandboxError> {
         let own = self
             .profile(&variant.name)
@@ -267,6 +322,7 @@ impl RemoteClient {
             compile_limits: variant.compile.as_ref().map(|step| step.limits.clone()),
             files: files.clone(),
             invocations: invocations.to_vec(),
+            interactor,
         };
         match self.desk.ask(&request).await? {
             RemoteReply::Run { run } if run.profile == variant.name => Ok(*run),
@@ -313,16 +369,44 @@ impl SandboxClient for RemoteClient {
                     .ok_or_else(|| SandboxError::unknown_profile(name, &self.profiles))?,
                 RunProfile::Variant(variant) => variant,
             };
-            // A node answers a whole request at once: a conversation's
-            // sides cannot be joined across it (yet). Refused, never run
-            // without its interactor.
-            if request.interactor.is_some() || request.conversation.is_some() {
+            // A side of a conversation is never sent alone: the node runs
+            // the whole of an interactive request.
+            if request.conversation.is_some() {
                 return Err(SandboxError::InteractiveUnsupported {
                     profile: variant.name.clone(),
                 });
             }
-            self.run_remote(request.program, variant, request.files, request.invocations)
-                .await
+            let interactor = match request.interactor {
+                None => None,
+                Some(interactor) => {
+                    let profile = match interactor.profile {
+                        RunProfile::Named(name) => self
+                            .profile(name)
+                            .ok_or_else(|| SandboxError::unknown_profile(name, &self.profiles))?,
+                        RunProfile::Variant(variant) => variant,
+                    };
+                    let own = self.profile(&profile.name).ok_or_else(|| {
+                        SandboxError::unknown_profile(&profile.name, &self.profiles)
+                    })?;
+                    SandboxError::check_variant(own, profile)?;
+                    Some(Box::new(RemoteInteractor {
+                        profile: profile.name.clone(),
+                        program: ByteString(interactor.program.to_vec()),
+                        limits: profile.limits.clone(),
+                        compile_limits: profile.compile.as_ref().map(|step| step.limits.clone()),
+                        files: interactor.files.clone(),
+                        invocations: interactor.invocations.to_vec(),
+                    }))
+                }
+            };
+            self.run_remote(
+                request.program,
+                variant,
+                request.files,
+                request.invocations,
+                interactor,
+            )
+            .await
         })
     }
 
@@ -354,6 +438,7 @@ impl SandboxClient for RemoteClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use progscore_sandbox::SandboxClientExt as _;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn profile() -> RuntimeProfile {
@@ -444,6 +529,51 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_node_runs_both_sides_of_an_interactive_request() {
+        let fake = progscore_sandbox::fake::ScriptedClient::new(vec![profile()]).with_responder(
+            |request| {
+                let interactor = request
+                    .interactor
+                    .as_ref()
+                    .expect("the interactor came along");
+                assert_eq!(interactor.program, b"judge");
+                assert_eq!(interactor.invocations[0].args, ["case-0/input"]);
+                assert_eq!(interactor.limits.timeout_ms, 9000);
+                Ok(vec![progscore_sandbox::fake::exited_event(
+                    0, b"? 1\n", b"",
+                )])
+            },
+        );
+        let mut limits = profile().limits;
+        limits.timeout_ms = 9000;
+        let request = RemoteRequest::Execute {
+            profile: "py".into(),
+            program: ByteString(b"print(1)".to_vec()),
+            limits: profile().limits,
+            compile_limits: None,
+            files: ProgramFiles::default(),
+            invocations: vec![Invocation::default()],
+            interactor: Some(Box::new(RemoteInteractor {
+                profile: "py".into(),
+                program: ByteString(b"judge".to_vec()),
+                limits,
+                compile_limits: None,
+                files: ProgramFiles::default(),
+                invocations: vec![Invocation::with_args(["case-0/input"])],
+            })),
+        };
+        let text = serde_json::to_string(&request).unwrap();
+        let reply = serve(&fake, serde_json::from_str(&text).unwrap()).await;
+        let RemoteReply::Run { run } = reply else {
+            panic!("{reply:?}")
+        };
+        assert!(
+            run.interaction.is_some(),
+            "the interactor's side comes back"
+        );
+    }
+
+    #[tokio::test]
     async fn a_node_serves_a_request_from_its_own_profile_with_the_requests_limits() {
         let fake = progscore_sandbox::fake::ScriptedClient::new(vec![profile()]).with_responder(
             |request| {
@@ -457,6 +587,7 @@ mod tests {
         let mut limits = profile().limits;
         limits.timeout_ms = 7000;
         let request = RemoteRequest::Execute {
+            interactor: None,
             profile: "py".into(),
             program: ByteString(b"print(1)".to_vec()),
             limits: limits.clone(),

@@ -334,7 +334,15 @@ class ProgramBehaves:
     ``ProgramResult.answer``: a checker component by name (``"yes_no"``,
     ``{"component": {"name": "floats", "params": {"abs": 1e-9}}}``) or a
     checker program (``{"program": {"profile": "cpp", "source": "...",
-    "protocol": "testlib"}}``); see docs/judging.md."""
+    "protocol": "testlib"}}``); see docs/judging.md.
+
+    ``interactor`` makes the item interactive: a program under testlib's
+    conventions (``{"profile": "cpp", "source": "...", "files": {...},
+    "limits": {...}, "max_points": 1}``) that talks to the program case by
+    case in a sandbox of its own, each case's ``stdin`` its INPUT and the
+    case's ``answer`` its ANSWER (the program's stdin is the conversation);
+    it gives each case's verdict. The conversation is kept with the run
+    (``run.interaction``); see docs/judging.md."""
 
     runtime_profile_name: str
     cases: Sequence[ProgramCase]
@@ -344,6 +352,7 @@ class ProgramBehaves:
     behaviour: Optional[Mapping[str, Sequence[JsonValue]]] = None
     score: Optional[Mapping[str, JsonValue]] = None
     checker: Optional[Union[str, Mapping[str, JsonValue]]] = None
+    interactor: Optional[Mapping[str, JsonValue]] = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cases", _items("ProgramBehaves", "cases", self.cases, ProgramCase))
@@ -365,6 +374,8 @@ class ProgramBehaves:
             behaves["score"] = dict(self.score)
         if self.checker is not None:
             behaves["checker"] = self.checker if isinstance(self.checker, str) else dict(self.checker)
+        if self.interactor is not None:
+            behaves["interactor"] = dict(self.interactor)
         return {"program_behaves": behaves}
 
 
