@@ -384,3 +384,39 @@ fn v1_scores_with_a_checker_component_and_names_a_bad_one() {
         "{answer}"
     );
 }
+
+/// `/v1` takes interactive items as a batch line does: the interactor
+/// judges the conversation, and a bad one is named.
+#[test]
+fn v1_scores_an_interactive_item_and_names_a_bad_interactor() {
+    let dir = serving_dir("");
+    let served = Served::start(&dir);
+    let interactor = "import sys\nn = int(open(sys.argv[1]).read())\nprint(n, flush=True)\n\
+        ok = sys.stdin.readline().strip() == str(2 * n)\n\
+        print('ok' if ok else 'wrong answer', file=sys.stderr)\nsys.exit(0 if ok else 1)\n";
+    let item = |program: &str, protocol: &str| {
+        json!({"id": "double", "program": program, "expectation": {"conditions": [{"program_behaves": {
+            "profile": "python",
+            "interactor": {"profile": "python", "source": interactor, "protocol": protocol},
+            "cases": [{"invocation": {"stdin": "21"}, "expected": {"exit_code": 0}}]}}]}})
+    };
+    let right = served.post_json(
+        "/v1/score",
+        &item("print(2 * int(input()), flush=True)", "testlib"),
+    );
+    let answer = right.json();
+    assert_eq!(right.status, 200, "{answer}");
+    assert_eq!(answer["value"], true, "{answer}");
+    let wrong = served.post_json(
+        "/v1/score",
+        &item("print(int(input()), flush=True)", "testlib"),
+    );
+    assert_eq!(wrong.json()["value"], false, "{}", wrong.json());
+    let bad = served.post_json("/v1/score", &item("print(1)", "cms"));
+    let answer = bad.json();
+    assert_eq!(bad.status, 400, "{answer}");
+    assert_eq!(
+        answer["error"]["field"], "expectation.conditions[0].program_behaves.interactor.protocol",
+        "{answer}"
+    );
+}
