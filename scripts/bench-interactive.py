@@ -50,14 +50,14 @@ def binary():
     sys.exit("build progscore first")
 
 
-def plain_pipe_seconds(folder):
+def plain_pipe_seconds(folder, rounds=ROUNDS):
     program = os.path.join(folder, "program.py")
     interactor = os.path.join(folder, "interactor.py")
     open(program, "w").write(PROGRAM)
     open(interactor, "w").write(INTERACTOR)
     start = time.monotonic()
     judge = subprocess.Popen(
-        ["python3", interactor, str(ROUNDS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        ["python3", interactor, str(rounds)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
     solver = subprocess.Popen(["python3", program], stdin=judge.stdout, stdout=judge.stdin)
     judge.stdout.close()
@@ -68,10 +68,10 @@ def plain_pipe_seconds(folder):
     return time.monotonic() - start
 
 
-def item(interactive, rounds):
-    behaves = {"profile": "python", "limits": {"timeout": "60s"}}
+def item(interactive, rounds, profile):
+    behaves = {"profile": profile, "limits": {"timeout": "60s"}}
     if interactive:
-        behaves["interactor"] = {"profile": "python", "source": INTERACTOR}
+        behaves["interactor"] = {"profile": profile, "source": INTERACTOR}
         behaves["cases"] = [{"invocation": {"stdin": str(rounds)}, "expected": {"answer": "-"}}]
     else:
         stdin = "".join(f"{i}\n" for i in range(1, rounds + 1)) + "done\n"
@@ -97,37 +97,50 @@ def score(progscore, folder, line, name):
 
 
 def transcript_seconds(folder, result):
-    """The conversation's own length, from the stored transcript."""
+    """The conversation's own length, from the stored transcript: its
+    first write to its last (both sandboxes' start taken out)."""
     shown = subprocess.run(
-        [binary(), "evidence", "show", result["observation_ids"][0]],
+        [binary(), "observations", "show", result["observation_ids"][0]],
         cwd=folder, capture_output=True, text=True)
     observation = json.loads(shown.stdout)
     transcript = observation["run"]["interaction"]["transcripts"][0]
-    return transcript["interactor_ended_us"] / 1e6
+    turns = transcript["turns"]
+    return (turns[-1]["at_us"] - turns[0]["at_us"]) / 1e6
 
 
 def main():
     progscore = binary()
     with tempfile.TemporaryDirectory() as folder:
-        pipe = min(plain_pipe_seconds(folder) for _ in range(REPEATS))
+        # The conversation alone: two processes' start taken out.
+        started = min(plain_pipe_seconds(folder, 0) for _ in range(REPEATS))
+        pipe = min(plain_pipe_seconds(folder) for _ in range(REPEATS)) - started
+        print(f"round trips: {ROUNDS} per case, best of {REPEATS}")
+        print(f"  plain pipe on the host:      {ROUNDS / pipe:10.0f} round trips/s ({pipe:.3f} s)")
+        for profile in PROFILES:
+            measure(progscore, folder, profile, pipe)
+
+
+PROFILES = os.environ.get("BENCH_PROFILES", "python,python-oci").split(",")
+
+
+def measure(progscore, folder, profile, pipe):
+    if True:
         conversations, interactive_totals, plain_totals = [], [], []
         for _ in range(REPEATS):
-            seconds, result, _ = score(progscore, folder, item(True, ROUNDS), "interactive")
+            seconds, result, _ = score(progscore, folder, item(True, ROUNDS, profile), "interactive")
             interactive_totals.append(seconds)
             try:
                 conversations.append(transcript_seconds(folder, result))
-            except Exception as error:  # the evidence command may differ
+            except (KeyError, ValueError, IndexError) as error:
                 print(f"(no transcript figure: {error})")
-            seconds, _, _ = score(progscore, folder, item(False, ROUNDS), "plain")
+            seconds, _, _ = score(progscore, folder, item(False, ROUNDS, profile), "plain")
             plain_totals.append(seconds)
-        print(f"round trips: {ROUNDS} per case, best of {REPEATS}")
-        print(f"  plain pipe on the host:      {ROUNDS / pipe:10.0f} round trips/s ({pipe:.3f} s)")
         if conversations:
             best = min(conversations)
-            print(f"  progscore, two containers:   {ROUNDS / best:10.0f} round trips/s ({best:.3f} s)"
+            print(f"  {profile:>12}, two sandboxes: {ROUNDS / best:10.0f} round trips/s ({best:.3f} s)"
                   f"  ratio {best / pipe:.2f}x")
         it, pl = min(interactive_totals), min(plain_totals)
-        print(f"item total (score --fresh): interactive {it:.2f} s, same program on stdin {pl:.2f} s"
+        print(f"  {profile:>12} item total (score --fresh): interactive {it:.2f} s, same program on stdin {pl:.2f} s"
               f"  ratio {it / pl:.2f}x")
 
 

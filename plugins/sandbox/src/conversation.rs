@@ -14,11 +14,13 @@
 //! never runs a case of a conversation twice (no confirmation alone, no
 //! rerun after an outage): the other side's case has ended by then.
 //!
-//! Between the two, the pump copies each direction on its own (a slow
-//! reader on one side never holds the other direction up) and records
-//! the [`Transcript`]: who wrote how many bytes when, and when each side's
-//! output ended. The bytes themselves are each side's stdout, kept in its
-//! event (bounded by its output limit: a cut side says so there).
+//! Each side's stdout goes straight into the other side's stdin through
+//! an [`Outlet`]: one bounded pipe per direction, so a slow reader on one
+//! side never holds the other direction up, and each write recorded in the
+//! case's [`Transcript`] as it crosses (who wrote how many bytes when, and
+//! when each side's output ended). The bytes themselves are each side's
+//! stdout, kept in its event (bounded by its output limit: a cut side says
+//! so there).
 
 use std::sync::{Arc, Mutex};
 
@@ -38,18 +40,92 @@ pub struct LiveCase {
     /// it to this side's stdin, then close that).
     pub stdin: mpsc::Receiver<Vec<u8>>,
     /// Where this side's stdout goes, chunk by chunk as it is read (drop it
-    /// once the output ended). A send that fails means the other side
-    /// stopped reading: keep draining.
-    pub stdout: mpsc::Sender<Vec<u8>>,
+    /// once the output ended: the other side sees its end of file).
+    pub stdout: Outlet,
 }
 
-/// A case both sides began: the pump's ends.
-pub(crate) struct PumpEnds {
-    from_program: mpsc::Receiver<Vec<u8>>,
-    to_interactor: mpsc::Sender<Vec<u8>>,
-    from_interactor: mpsc::Receiver<Vec<u8>>,
-    to_program: mpsc::Sender<Vec<u8>>,
+/// One side's stdout, straight into the other side's stdin (bounded like a
+/// pipe: a send waits while the other side's pipe is full), each write
+/// recorded in the case's transcript as it crosses.
+#[derive(Debug)]
+pub struct Outlet {
+    from: Side,
+    sink: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    line: Arc<Line>,
+    undelivered: std::sync::atomic::AtomicU64,
+}
+
+/// A case's transcript as both sides write it.
+#[derive(Debug)]
+struct Line {
     started: Instant,
+    transcript: Mutex<Transcript>,
+}
+
+impl Line {
+    fn record(&self, from: Side, bytes: usize) {
+        let mut transcript = lock(&self.transcript);
+        if transcript.turns.len() < MAX_TURNS {
+            transcript.turns.push(Turn {
+                from,
+                at_us: micros_since(self.started),
+                bytes: bytes as u64,
+            });
+        } else {
+            transcript.turns_dropped += 1;
+        }
+    }
+}
+
+impl Outlet {
+    /// Sends one chunk of this side's output on: recorded, then delivered
+    /// (waiting while the other side's pipe is full), or counted as
+    /// undelivered once the other side stopped reading. Never fails: the
+    /// caller keeps draining either way.
+    pub async fn send(&self, chunk: Vec<u8>) -> Result<(), std::convert::Infallible> {
+        self.line.record(self.from, chunk.len());
+        let len = chunk.len() as u64;
+        let sink = lock(&self.sink).clone();
+        let delivered = match sink {
+            Some(open) => open.send(chunk).await.is_ok(),
+            None => false,
+        };
+        if !delivered {
+            // The reader is gone: what follows is kept in the writer's
+            // stdout only.
+            *lock(&self.sink) = None;
+            self.undelivered
+                .fetch_add(len, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Outlet {
+    /// The output ended: the other side sees its end of file, and the
+    /// transcript when it ended.
+    fn drop(&mut self) {
+        lock(&self.sink).take();
+        let undelivered = *self.undelivered.get_mut();
+        let at = Some(micros_since(self.line.started));
+        let mut transcript = lock(&self.line.transcript);
+        match self.from {
+            Side::Program => {
+                transcript.program_ended_us = at;
+                transcript.program_bytes_undelivered = undelivered;
+            }
+            Side::Interactor => {
+                transcript.interactor_ended_us = at;
+                transcript.interactor_bytes_undelivered = undelivered;
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[derive(Default)]
@@ -62,8 +138,8 @@ struct State {
     begun: [Option<usize>; 2],
     /// Per side: the live ends waiting for it, by case.
     live: [Vec<Option<LiveCase>>; 2],
-    /// Cases both sides began, for the pump.
-    ready: Vec<Option<PumpEnds>>,
+    /// The transcripts of the cases both sides began.
+    lines: Vec<Option<Arc<Line>>>,
 }
 
 /// Two runs joined case by case.
@@ -79,7 +155,7 @@ impl Conversation {
         for live in &mut state.live {
             live.resize_with(cases, || None);
         }
-        state.ready.resize_with(cases, || None);
+        state.lines.resize_with(cases, || None);
         Arc::new(Conversation {
             cases,
             state: Mutex::new(state),
@@ -117,28 +193,18 @@ impl Conversation {
         }
     }
 
-    /// The pump's ends of case `index`, once both sides began it; `None`
-    /// once it never will.
-    pub(crate) async fn ready(&self, index: usize) -> Option<PumpEnds> {
-        loop {
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            {
-                let mut state = self.lock();
-                if let Some(ends) = state.ready[index].take() {
-                    return Some(ends);
-                }
-                let gone = |side: Side| {
-                    state.finished[side.slot()]
-                        || state.begun[side.slot()].is_some_and(|begun| begun > index)
-                };
-                if gone(Side::Program) || gone(Side::Interactor) {
-                    return None;
-                }
-            }
-            changed.await;
-        }
+    /// Each case's transcript, once both runs ended (empty for a case
+    /// that never began).
+    pub(crate) fn transcripts(&self) -> Vec<Transcript> {
+        self.lock()
+            .lines
+            .iter()
+            .map(|line| {
+                line.as_ref()
+                    .map(|line| lock(&line.transcript).clone())
+                    .unwrap_or_default()
+            })
+            .collect()
     }
 }
 
@@ -196,26 +262,28 @@ impl ConversationSide {
             }
             state.begun[me] = Some(index);
             if state.begun[other] == Some(index) {
-                // Both are here: the lines, the pump's ends, and the
-                // other side's ends wait for it.
+                // Both are here: one pipe each way, the case's
+                // transcript, and the other side's ends wait for it.
                 let (to_program, program_stdin) = mpsc::channel(CHUNKS_IN_FLIGHT);
-                let (program_stdout, from_program) = mpsc::channel(CHUNKS_IN_FLIGHT);
                 let (to_interactor, interactor_stdin) = mpsc::channel(CHUNKS_IN_FLIGHT);
-                let (interactor_stdout, from_interactor) = mpsc::channel(CHUNKS_IN_FLIGHT);
-                state.ready[index] = Some(PumpEnds {
-                    from_program,
-                    to_interactor,
-                    from_interactor,
-                    to_program,
+                let line = Arc::new(Line {
                     started: Instant::now(),
+                    transcript: Mutex::new(Transcript::default()),
                 });
+                state.lines[index] = Some(line.clone());
+                let outlet = |from: Side, sink: mpsc::Sender<Vec<u8>>| Outlet {
+                    from,
+                    sink: Mutex::new(Some(sink)),
+                    line: line.clone(),
+                    undelivered: std::sync::atomic::AtomicU64::new(0),
+                };
                 let program = LiveCase {
                     stdin: program_stdin,
-                    stdout: program_stdout,
+                    stdout: outlet(Side::Program, to_interactor),
                 };
                 let interactor = LiveCase {
                     stdin: interactor_stdin,
-                    stdout: interactor_stdout,
+                    stdout: outlet(Side::Interactor, to_program),
                 };
                 let (mine, theirs) = match self.side {
                     Side::Program => (program, interactor),
@@ -253,75 +321,6 @@ impl ConversationSide {
             changed.await;
         }
     }
-}
-
-/// Copies both directions of one case, each on its own, and records them.
-pub(crate) async fn pump_case(ends: PumpEnds) -> Transcript {
-    let transcript = Mutex::new(Transcript::default());
-    let started = ends.started;
-    let record = |from: Side, bytes: usize| {
-        let mut transcript = transcript
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if transcript.turns.len() < MAX_TURNS {
-            transcript.turns.push(Turn {
-                from,
-                at_us: micros_since(started),
-                bytes: bytes as u64,
-            });
-        } else {
-            transcript.turns_dropped += 1;
-        }
-    };
-    let ended = |side: Side, undelivered: u64| {
-        let mut transcript = transcript
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let at = Some(micros_since(started));
-        match side {
-            Side::Program => {
-                transcript.program_ended_us = at;
-                transcript.program_bytes_undelivered = undelivered;
-            }
-            Side::Interactor => {
-                transcript.interactor_ended_us = at;
-                transcript.interactor_bytes_undelivered = undelivered;
-            }
-        }
-    };
-    let direction =
-        |from: Side, mut source: mpsc::Receiver<Vec<u8>>, sink: mpsc::Sender<Vec<u8>>| {
-            let record = &record;
-            let ended = &ended;
-            async move {
-                let mut sink = Some(sink);
-                let mut undelivered = 0u64;
-                while let Some(chunk) = source.recv().await {
-                    record(from, chunk.len());
-                    let len = chunk.len() as u64;
-                    let delivered = match &sink {
-                        Some(open) => open.send(chunk).await.is_ok(),
-                        None => false,
-                    };
-                    if !delivered {
-                        // The reader is gone: what follows is kept in the
-                        // writer's stdout only.
-                        sink = None;
-                        undelivered += len;
-                    }
-                }
-                // The writer's output ended: the reader sees its end of file.
-                drop(sink);
-                ended(from, undelivered);
-            }
-        };
-    tokio::join!(
-        direction(Side::Program, ends.from_program, ends.to_interactor),
-        direction(Side::Interactor, ends.from_interactor, ends.to_program),
-    );
-    transcript
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn micros_since(started: Instant) -> u64 {

@@ -3,7 +3,7 @@
 
 use crate::client::{RunProfile, RunRequest, SandboxClient, SandboxError};
 use crate::conversation::{Conversation, ConversationSide};
-use crate::run::{Interaction, InvocationEvent, ProgramRun, Side, Transcript};
+use crate::run::{Interaction, InvocationEvent, ProgramRun, Side};
 
 /// Runs an interactive request (`request.interactor` set): the program and
 /// the interactor as two runs of `client` joined case by case; the
@@ -66,18 +66,8 @@ pub async fn converse<C: SandboxClient + ?Sized>(
         conversation.finish(Side::Interactor);
         run
     };
-    let pump = async {
-        let mut transcripts = Vec::with_capacity(cases);
-        for index in 0..cases {
-            match conversation.ready(index).await {
-                Some(ends) => transcripts.push(crate::conversation::pump_case(ends).await),
-                None => transcripts.push(Transcript::default()),
-            }
-        }
-        transcripts
-    };
-    let (program_run, interactor_run, transcripts) =
-        tokio::join!(program_side, interactor_side, pump);
+    let (program_run, interactor_run) = tokio::join!(program_side, interactor_side);
+    let transcripts = conversation.transcripts();
     let mut run = program_run?;
     let interactor_run = match interactor_run {
         Some(run) => run?,

@@ -6,7 +6,6 @@
 use progscore_sandbox::{LiveCase, StreamCapture};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStderr, ChildStdout};
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 /// What a container's stdin is given.
@@ -103,7 +102,7 @@ async fn drain(
     stream: Option<impl AsyncRead + Unpin>,
     capture: &mut StreamCapture,
     last_output: &std::sync::Mutex<Option<Instant>>,
-    mut tap: Option<mpsc::Sender<Vec<u8>>>,
+    mut tap: Option<progscore_sandbox::Outlet>,
 ) -> std::io::Result<()> {
     let Some(mut stream) = stream else {
         return Ok(());
