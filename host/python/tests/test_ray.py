@@ -474,3 +474,28 @@ def test_a_failed_store_stops_the_batch_once_as_progscore_score_does(
     # The items never started are counted as not scored, not run.
     not_scored = [line for line in result.stderr.splitlines() if line.strip().startswith("not scored")]
     assert not_scored and int(not_scored[0].split()[-1]) > 30, result.stderr
+
+
+DOUBLER = "import sys\nn = int(open(sys.argv[1]).read())\nprint(n, flush=True)\nok = sys.stdin.readline().strip() == str(2 * n)\nsys.exit(0 if ok else 1)\n"
+
+
+async def test_an_interactive_item_runs_whole_on_a_node(
+    cluster: tuple[Cluster, list[Any]], config: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """The program and its interactor travel together: one node runs both
+    sides and the driver judges the conversation."""
+    head, _ = cluster
+    lines = []
+    for item_id, program in (("right", "print(2 * int(input()), flush=True)\n"), ("wrong", "print(int(input()))\n")):
+        behaves = {
+            "profile": "python",
+            "interactor": {"profile": "python", "source": DOUBLER},
+            "cases": [{"invocation": {"stdin": "21"}, "expected": {"exit_code": 0}}],
+        }
+        lines.append(json.dumps({"id": item_id, "program": program, "expectation": {"conditions": [{"program_behaves": behaves}]}}))
+    batch = tmp_path / "interactive.jsonl"
+    batch.write_text("\n".join(lines) + "\n")
+    done = await asyncio.to_thread(run_cli, config, head.address, batch)
+    assert done.returncode == 0, done.stderr
+    assert verdicts_of(done.stdout) == {"right": "true", "wrong": "false"}, done.stdout
+    await runtimes_gone()
