@@ -420,3 +420,47 @@ fn v1_scores_an_interactive_item_and_names_a_bad_interactor() {
         "{answer}"
     );
 }
+
+/// open-r1's `cms_ioi` Communication tasks: the task's manager runs beside
+/// the program (through progscore's bridge, an interactor) and its score is
+/// the answer; a manager that fails proves nothing.
+#[test]
+fn cms_ioi_communication_tasks_are_scored_by_their_manager_beside_the_program() {
+    let dir = Dir::new();
+    dir.edit_config(|text| format!("{text}\n[serve]\nprofiles = [\"cpp\", \"cpp-ioi\"]\n"));
+    let served = Served::start(&dir);
+    let task = |submission: &str, manager: &str| {
+        let mut files = vec![
+            json!({"name": "graders/double.cpp", "content": contest(&format!("ioi-double/submissions/{submission}"))}),
+            json!({"name": "input.txt", "content": contest("ioi-double/tests/0.in")}),
+            json!({"name": "graders/manager.cpp", "content": manager}),
+        ];
+        for name in [
+            "graders/double.h",
+            "graders/stub.cpp",
+            "graders/grader_config.json",
+        ] {
+            files.push(json!({"name": name, "content": contest(&format!("ioi-double/{name}"))}));
+        }
+        let reply = served.post_json(
+            "/api/v2/execute",
+            &json!({"language": "cms_ioi", "files": files, "run_timeout": 4000}),
+        );
+        (reply.status, reply.json())
+    };
+    let manager = contest("ioi-double/graders/manager.cpp");
+    let (status, answer) = task("right.cpp", &manager);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["run"]["stdout"], "1\n", "{answer}");
+    let (status, answer) = task("partial.cpp", &manager);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["run"]["stdout"], "0.5\n", "{answer}");
+    let (_, answer) = task("crash.cpp", &manager);
+    assert_eq!(answer["run"]["stdout"], "0\n", "{answer}");
+    assert_eq!(answer["run"]["status"], "RE", "{answer}");
+    // A manager that crashes decides nothing: a 503 open-r1 retries.
+    let broken = manager.replace("int right = 0;", "int right = 0; std::abort();");
+    let broken = format!("#include <cstdlib>\n{broken}");
+    let (status, answer) = task("right.cpp", &broken);
+    assert_eq!(status, 503, "{answer}");
+}

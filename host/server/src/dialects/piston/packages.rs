@@ -33,9 +33,11 @@ use std::sync::Arc;
 use axum::Json;
 use axum::response::{IntoResponse, Response};
 use progscore_sandbox::{ByteString, Invocation, InvocationEvent, Outcome, ProgramFiles};
+use progscore_scoring::evidence::Observation;
 use progscore_scoring::{
     Checker, CheckerProgram, CheckerProtocol, Condition, ObservationRef, ProgramBehaves,
-    ProgramCase, ProgramResult, ReplayRequest, Score, ScoringExpectation,
+    ProgramCase, ProgramInput, ProgramResult, ReplayRequest, Score, ScoreRequest, ScoringError,
+    ScoringExpectation,
 };
 
 use super::{ExecuteRequest, ExecuteResponse, Stage, refusal, retried, stage};
@@ -163,6 +165,9 @@ struct Task {
     limits: RequestLimits,
     /// `codeforces` answers 1 or 0; `cms_ioi` the score.
     scored: bool,
+    /// A `cms_ioi` Communication task: the task's manager, run beside the
+    /// program through progscore's bridge (an interactor); it decides.
+    manager: Option<CheckerProgram>,
 }
 
 /// `POST /api/v2/execute` for a package.
@@ -179,6 +184,9 @@ pub(super) async fn execute_package(
         Ok(task) => task,
         Err(error) => return refusal(error),
     };
+    if task.manager.is_some() {
+        return execute_communication(state, &request, task).await;
+    }
     let version = env!("CARGO_PKG_VERSION").to_string();
     let answer_with = |compile: Option<Stage>, run: Option<Stage>| ExecuteResponse {
         language: request.language.clone(),
@@ -290,9 +298,13 @@ fn error_text(error: JobError) -> String {
 /// The build's stage as the packages report it: always present (open-r1
 /// reads `compile.code`), 0 for a program that needs no build.
 fn compile_stage(executed: &Executed) -> Stage {
-    match &executed.observation.run.compile {
+    compile_stage_of(&executed.observation)
+}
+
+fn compile_stage_of(observation: &Observation) -> Stage {
+    match &observation.run.compile {
         Some(compile) => {
-            let mut build = stage(&compile.event, &executed.observation.id);
+            let mut build = stage(&compile.event, &observation.id);
             if let Outcome::Exited { exit_code } = compile.event.outcome {
                 build.code = Some(exit_code);
             }
@@ -492,6 +504,7 @@ fn codeforces_task(
         beside: ProgramFiles::default(),
         limits,
         scored: false,
+        manager: None,
     })
 }
 
@@ -516,15 +529,23 @@ fn cms_task(state: &AppState, request: &ExecuteRequest) -> Result<Task, ApiError
     let field = "files[graders/grader_config.json].content";
     let config: serde_json::Value = serde_json::from_str(&config_text)
         .map_err(|error| ApiError::bad_field(field, format!("is not JSON: {error}")))?;
-    match config.get("task_type").and_then(|t| t.as_str()) {
-        None | Some("Batch") => {}
+    let communication = match config.get("task_type").and_then(|t| t.as_str()) {
+        None | Some("Batch") => false,
+        Some("Communication") => true,
         Some(other) => {
             return Err(ApiError::bad_field(
                 field,
-                format!("task_type {other:?} is not served yet (Batch is)"),
+                format!("task_type {other:?} is not served (Batch and Communication are)"),
             ));
         }
-    }
+    };
+    let manager = if communication {
+        Some(communication_manager(
+            state, request, &config, &mut files, field,
+        )?)
+    } else {
+        None
+    };
     let mut limits = RequestLimits::default();
     if let Some(seconds) = config.get("time_limit").and_then(|t| t.as_f64()) {
         let timeout = time_value(seconds * 1000.0, 1.0, "seconds")
@@ -572,7 +593,153 @@ fn cms_task(state: &AppState, request: &ExecuteRequest) -> Result<Task, ApiError
         beside,
         limits,
         scored: true,
+        manager,
     })
+}
+
+/// The manager of a Communication task, as an interactor: progscore's
+/// bridge, with the task's `graders/manager.cpp` and its headers beside it
+/// (taken from the files: the jury's, never beside the program). One user
+/// process talking on its stdin and stdout is served.
+fn communication_manager(
+    state: &AppState,
+    request: &ExecuteRequest,
+    config: &serde_json::Value,
+    files: &mut Files,
+    field: &str,
+) -> Result<CheckerProgram, ApiError> {
+    let processes = config
+        .get("task_type_parameters_Communication_num_processes")
+        .and_then(|n| n.as_u64())
+        .unwrap_or(1);
+    if processes != 1 {
+        return Err(ApiError::bad_field(
+            field,
+            format!(
+                "task_type_parameters_Communication_num_processes {processes}: one user process is served"
+            ),
+        ));
+    }
+    match config
+        .get("task_type_parameters_Communication_user_io")
+        .and_then(|io| io.as_str())
+    {
+        None | Some("std_io") => {}
+        Some(other) => {
+            return Err(ApiError::bad_field(
+                field,
+                format!("task_type_parameters_Communication_user_io {other:?}: std_io is served"),
+            ));
+        }
+    }
+    if config
+        .get("task_type_parameters_Communication_manager_args")
+        .is_some()
+    {
+        return Err(ApiError::bad_field(
+            field,
+            "task_type_parameters_Communication_manager_args: not served",
+        ));
+    }
+    let manager = files.take("graders/manager.cpp").ok_or_else(|| {
+        ApiError::bad_field("files", "a Communication task needs graders/manager.cpp")
+    })?;
+    // The manager's headers beside it, as it includes them.
+    let mut beside = vec![("manager.cpp".to_string(), ByteString(manager))];
+    for (name, (_, bytes)) in &files.by_name {
+        if let Some(own) = name.strip_prefix("graders/")
+            && own.ends_with(".h")
+        {
+            beside.push((own.to_string(), ByteString(bytes.clone())));
+        }
+    }
+    Ok(CheckerProgram {
+        profile: contest_profile(state, "cpp", &request.language)?,
+        source: ByteString(CMS_MANAGER_BRIDGE.as_bytes().to_vec()),
+        files: ProgramFiles::new(beside)
+            .map_err(|invalid| ApiError::bad_field("files", invalid.to_string()))?,
+        protocol: CheckerProtocol::Testlib,
+        max_points: None,
+        limits: None,
+    })
+}
+
+/// The bridge that runs a CMS Communication manager as an interactor.
+const CMS_MANAGER_BRIDGE: &str = include_str!("cms_manager_bridge.cpp");
+
+/// A Communication task: the program talks to the task's manager, which
+/// gives the score; run as an interactive item (two sandboxes, the
+/// conversation kept as evidence) and answered as the package answers.
+async fn execute_communication(
+    state: &Arc<AppState>,
+    request: &ExecuteRequest,
+    task: Task,
+) -> Response {
+    let version = env!("CARGO_PKG_VERSION").to_string();
+    let answer_with = |compile: Option<Stage>, run: Option<Stage>| ExecuteResponse {
+        language: request.language.clone(),
+        version: version.clone(),
+        compile,
+        run,
+    };
+    let case = ProgramCase {
+        invocation: Invocation {
+            args: Vec::new(),
+            stdin: Some(ByteString(task.input.clone())),
+        },
+        expected: ProgramResult {
+            stdout: None,
+            stderr: None,
+            exit_code: 0,
+            behaviour: None,
+            answer: None,
+        },
+    };
+    let mut expectation = ScoringExpectation::program_behaves(task.profile.clone(), vec![case])
+        .with_limits(task.limits.run.clone(), task.limits.compile.clone())
+        .with_files(task.beside.clone());
+    let Condition::ProgramBehaves(behaves): &mut Condition = &mut expectation.conditions[0];
+    behaves.interactor = task.manager.clone().map(Box::new);
+    let scored = state
+        .scorer()
+        .score_observed(
+            ScoreRequest::new(ProgramInput::Inline(task.program.clone()), expectation)
+                .cancel(state.run_token()),
+        )
+        .await;
+    let scored = match scored {
+        Ok(scored) => scored,
+        Err(ScoringError::Expectation(error)) => {
+            return refusal(ApiError::bad_field("files", error.to_string()));
+        }
+        Err(error) => {
+            return retried(answer_with(
+                None,
+                Some(Stage::internal(format!("the program was not run: {error}"))),
+            ));
+        }
+    };
+    let observation = &scored.observation;
+    let compile = Some(compile_stage_of(observation));
+    let Some(event) = observation.run.events.first() else {
+        return retried(answer_with(
+            compile,
+            Some(Stage::internal("the run has no event".into())),
+        ));
+    };
+    if matches!(event.outcome, Outcome::CompileError { .. }) {
+        return Json(answer_with(compile, None)).into_response();
+    }
+    match judged_stage(&scored.score, event, true) {
+        Some(run) => Json(answer_with(compile, Some(run))).into_response(),
+        None => retried(answer_with(
+            compile,
+            Some(Stage::internal(format!(
+                "the conversation could not be judged: {}",
+                scored.score.reason.as_deref().unwrap_or("undetermined")
+            ))),
+        )),
+    }
 }
 
 #[cfg(test)]

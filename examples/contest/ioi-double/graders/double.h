@@ -1,0 +1,3 @@
+// ioi-double: the contestant implements twice().
+#pragma once
+long long twice(long long x);

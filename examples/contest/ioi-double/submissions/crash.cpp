@@ -1,0 +1,7 @@
+#include <cstdlib>
+#include "double.h"
+
+long long twice(long long x) {
+    if (x > 5) std::abort();
+    return 2 * x;
+}
