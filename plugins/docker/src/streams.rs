@@ -46,22 +46,18 @@ pub(crate) async fn feed_and_drain(
         Feed::Bytes(bytes) => (Some(bytes), None, None),
         Feed::Live(case) => (None, Some(case.stdin), Some(case.stdout)),
     };
-    let feed = async move {
+    let feed = async {
+        if let Some(live) = &live {
+            // The other side writes into it as it speaks; its end is this
+            // side's end of file.
+            live.attach(Box::new(input)).await;
+            return;
+        }
         if let Some(bytes) = stdin {
             // A program may exit without reading its input: a failed write is
             // its business, not a sandbox fault.
             if let Err(err) = input.write_all(&bytes).await {
                 tracing::debug!("stdin write ended early: {err}");
-            }
-        }
-        if let Some(mut live) = live {
-            // The other side's words as they come; its end is this
-            // side's end of file. A side that stopped reading drops the
-            // rest (the pump counts it).
-            while let Some(chunk) = live.recv().await {
-                if input.write_all(&chunk).await.is_err() || input.flush().await.is_err() {
-                    break;
-                }
             }
         }
         let _closed = input.shutdown().await;
@@ -100,28 +96,32 @@ pub(crate) async fn feed_and_drain(
             if let Ok(mut last) = last_output.lock() {
                 *last = Some(Instant::now());
             }
-            // Waits while the other side's pipe is full, as a pipe would.
-            if is_stdout
-                && let Some(open) = &tap
-                && open.send(message.to_vec()).await.is_err()
-            {
-                tap = None;
+            // Waits while the other side's stdin is full, as a pipe would.
+            if is_stdout && let Some(open) = &mut tap {
+                let _delivered_or_counted = open.send(&message).await;
             }
         }
         // The output ended: the other side sees its end of file.
-        drop(tap);
+        if let Some(open) = tap.take() {
+            open.close().await;
+        }
         Ok(())
     };
     // Once the output ended the container has stopped: stdin it did not
     // take is dropped (a write into an exited container's attach stream
     // may neither fail nor finish, and a conversation's other side must
     // see this side stop reading).
-    tokio::pin!(feed);
-    tokio::pin!(drain);
-    tokio::select! {
-        drained = &mut drain => drained,
-        () = &mut feed => drain.await,
-    }
+    let drained = {
+        tokio::pin!(feed);
+        tokio::pin!(drain);
+        tokio::select! {
+            drained = &mut drain => drained,
+            () = &mut feed => drain.await,
+        }
+    };
+    // This side reads no more: the other side's writes are undelivered.
+    drop(live);
+    drained
 }
 
 /// Resolves when the engine reports that the container is no longer running.

@@ -24,35 +24,106 @@
 
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{Notify, mpsc};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::Notify;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::run::{MAX_TURNS, Side, Transcript, Turn};
-
-/// Chunks in flight per direction before its writer waits: the pipe's
-/// capacity, bounded like a kernel pipe's.
-const CHUNKS_IN_FLIGHT: usize = 16;
 
 /// One side's live ends of a case, from [`ConversationSide::begin`].
 #[derive(Debug)]
 pub struct LiveCase {
-    /// What the other side wrote, in order; closed once it stopped (feed
-    /// it to this side's stdin, then close that).
-    pub stdin: mpsc::Receiver<Vec<u8>>,
-    /// Where this side's stdout goes, chunk by chunk as it is read (drop it
-    /// once the output ended: the other side sees its end of file).
+    /// This side's stdin, written by the other side as it writes: give it
+    /// the container's stdin once that is open ([`Inlet::attach`]); drop it
+    /// once this side's output ended (it reads no more).
+    pub stdin: Inlet,
+    /// Where this side's stdout goes, chunk by chunk as it is read; close
+    /// it once the output ended ([`Outlet::close`]: the other side sees its
+    /// end of file).
     pub stdout: Outlet,
 }
 
-/// One side's stdout, straight into the other side's stdin (bounded like a
-/// pipe: a send waits while the other side's pipe is full), each write
+/// A stdin as the conversation holds it: the container's writer, once
+/// given, or closed.
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+enum PipeEnd {
+    /// Not given yet: a write waits for it.
+    Waiting,
+    Open(Writer),
+    Closed,
+}
+
+/// One direction: the reading side's stdin, written straight from the
+/// writing side's output as it is read (no task between them: a pipe's
+/// latency), bounded by the stdin's own buffer (a write waits while the
+/// reader does not read, as a pipe's would).
+struct Pipe {
+    end: tokio::sync::Mutex<PipeEnd>,
+    given: Notify,
+    /// The reading side ended: nothing is delivered any more (a write into
+    /// an ended container's stdin may neither fail nor finish).
+    gone: CancellationToken,
+}
+
+impl std::fmt::Debug for Pipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pipe")
+    }
+}
+
+impl Pipe {
+    fn new() -> Arc<Pipe> {
+        Arc::new(Pipe {
+            end: tokio::sync::Mutex::new(PipeEnd::Waiting),
+            given: Notify::new(),
+            gone: CancellationToken::new(),
+        })
+    }
+}
+
+/// This side's stdin (see [`LiveCase::stdin`]).
+#[derive(Debug)]
+pub struct Inlet {
+    pipe: Arc<Pipe>,
+}
+
+impl Inlet {
+    /// Gives the container's stdin: the other side's writes go to it from
+    /// now on. Closed at once when the other side's output already ended.
+    pub async fn attach(&self, mut writer: Writer) {
+        let mut end = self.pipe.end.lock().await;
+        match *end {
+            PipeEnd::Waiting => *end = PipeEnd::Open(writer),
+            PipeEnd::Open(_) | PipeEnd::Closed => {
+                drop(end);
+                let _eof = writer.shutdown().await;
+                return;
+            }
+        }
+        drop(end);
+        self.pipe.given.notify_waiters();
+    }
+}
+
+impl Drop for Inlet {
+    /// This side reads no more: the other side's writes are undelivered.
+    fn drop(&mut self) {
+        self.pipe.gone.cancel();
+        self.pipe.given.notify_waiters();
+    }
+}
+
+/// One side's stdout, straight into the other side's stdin, each write
 /// recorded in the case's transcript as it crosses.
 #[derive(Debug)]
 pub struct Outlet {
     from: Side,
-    sink: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    pipe: Arc<Pipe>,
     line: Arc<Line>,
-    undelivered: std::sync::atomic::AtomicU64,
+    undelivered: u64,
+    closed: bool,
 }
 
 /// A case's transcript as both sides write it.
@@ -75,41 +146,11 @@ impl Line {
             transcript.turns_dropped += 1;
         }
     }
-}
 
-impl Outlet {
-    /// Sends one chunk of this side's output on: recorded, then delivered
-    /// (waiting while the other side's pipe is full), or counted as
-    /// undelivered once the other side stopped reading. Never fails: the
-    /// caller keeps draining either way.
-    pub async fn send(&self, chunk: Vec<u8>) -> Result<(), std::convert::Infallible> {
-        self.line.record(self.from, chunk.len());
-        let len = chunk.len() as u64;
-        let sink = lock(&self.sink).clone();
-        let delivered = match sink {
-            Some(open) => open.send(chunk).await.is_ok(),
-            None => false,
-        };
-        if !delivered {
-            // The reader is gone: what follows is kept in the writer's
-            // stdout only.
-            *lock(&self.sink) = None;
-            self.undelivered
-                .fetch_add(len, std::sync::atomic::Ordering::Relaxed);
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Outlet {
-    /// The output ended: the other side sees its end of file, and the
-    /// transcript when it ended.
-    fn drop(&mut self) {
-        lock(&self.sink).take();
-        let undelivered = *self.undelivered.get_mut();
-        let at = Some(micros_since(self.line.started));
-        let mut transcript = lock(&self.line.transcript);
-        match self.from {
+    fn ended(&self, side: Side, undelivered: u64) {
+        let at = Some(micros_since(self.started));
+        let mut transcript = lock(&self.transcript);
+        match side {
             Side::Program => {
                 transcript.program_ended_us = at;
                 transcript.program_bytes_undelivered = undelivered;
@@ -118,6 +159,86 @@ impl Drop for Outlet {
                 transcript.interactor_ended_us = at;
                 transcript.interactor_bytes_undelivered = undelivered;
             }
+        }
+    }
+}
+
+impl Outlet {
+    /// Sends one chunk of this side's output on: recorded, then written
+    /// into the other side's stdin (waiting while it is not given yet, or
+    /// full), or counted as undelivered once the other side stopped
+    /// reading. Never fails: the caller keeps draining either way.
+    pub async fn send(&mut self, chunk: &[u8]) -> Result<(), std::convert::Infallible> {
+        self.line.record(self.from, chunk.len());
+        let pipe = self.pipe.clone();
+        let delivered = tokio::select! {
+            biased;
+            () = pipe.gone.cancelled() => false,
+            delivered = write(&pipe, chunk) => delivered,
+        };
+        if !delivered {
+            // What follows is kept in the writer's stdout only.
+            self.undelivered += chunk.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// This side's output ended: the other side sees its end of file, and
+    /// the transcript when it ended.
+    pub async fn close(mut self) {
+        self.closed = true;
+        self.line.ended(self.from, self.undelivered);
+        let pipe = self.pipe.clone();
+        let shut = async {
+            let mut end = pipe.end.lock().await;
+            if let PipeEnd::Open(mut writer) = std::mem::replace(&mut *end, PipeEnd::Closed) {
+                let _eof = writer.shutdown().await;
+            }
+        };
+        tokio::select! {
+            biased;
+            () = pipe.gone.cancelled() => {}
+            () = shut => {}
+        }
+    }
+}
+
+/// Writes `chunk` into the pipe's stdin once it is given; `false` once it
+/// cannot be delivered.
+async fn write(pipe: &Pipe, chunk: &[u8]) -> bool {
+    loop {
+        let given = pipe.given.notified();
+        tokio::pin!(given);
+        given.as_mut().enable();
+        let mut end = pipe.end.lock().await;
+        match &mut *end {
+            PipeEnd::Open(writer) => {
+                let written = writer.write_all(chunk).await.is_ok() && writer.flush().await.is_ok();
+                if !written {
+                    *end = PipeEnd::Closed;
+                }
+                return written;
+            }
+            PipeEnd::Closed => return false,
+            PipeEnd::Waiting => {
+                drop(end);
+                given.await;
+            }
+        }
+    }
+}
+
+impl Drop for Outlet {
+    /// An output that ended without [`Outlet::close`] (its reading
+    /// failed): ended in the transcript, and the other side's stdin closed
+    /// where it can be now.
+    fn drop(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.line.ended(self.from, self.undelivered);
+        if let Ok(mut end) = self.pipe.end.try_lock() {
+            *end = PipeEnd::Closed;
         }
     }
 }
@@ -264,26 +385,30 @@ impl ConversationSide {
             if state.begun[other] == Some(index) {
                 // Both are here: one pipe each way, the case's
                 // transcript, and the other side's ends wait for it.
-                let (to_program, program_stdin) = mpsc::channel(CHUNKS_IN_FLIGHT);
-                let (to_interactor, interactor_stdin) = mpsc::channel(CHUNKS_IN_FLIGHT);
+                let (to_program, to_interactor) = (Pipe::new(), Pipe::new());
                 let line = Arc::new(Line {
                     started: Instant::now(),
                     transcript: Mutex::new(Transcript::default()),
                 });
                 state.lines[index] = Some(line.clone());
-                let outlet = |from: Side, sink: mpsc::Sender<Vec<u8>>| Outlet {
+                let outlet = |from: Side, pipe: &Arc<Pipe>| Outlet {
                     from,
-                    sink: Mutex::new(Some(sink)),
+                    pipe: pipe.clone(),
                     line: line.clone(),
-                    undelivered: std::sync::atomic::AtomicU64::new(0),
+                    undelivered: 0,
+                    closed: false,
                 };
                 let program = LiveCase {
-                    stdin: program_stdin,
-                    stdout: outlet(Side::Program, to_interactor),
+                    stdin: Inlet {
+                        pipe: to_program.clone(),
+                    },
+                    stdout: outlet(Side::Program, &to_interactor),
                 };
                 let interactor = LiveCase {
-                    stdin: interactor_stdin,
-                    stdout: outlet(Side::Interactor, to_program),
+                    stdin: Inlet {
+                        pipe: to_interactor.clone(),
+                    },
+                    stdout: outlet(Side::Interactor, &to_program),
                 };
                 let (mine, theirs) = match self.side {
                     Side::Program => (program, interactor),

@@ -35,7 +35,7 @@ pub use client::{
     BoxFuture, CaseDone, CaseSink, Preflight, RunProfile, RunRequest, SandboxClient,
     SandboxClientExt, SandboxError,
 };
-pub use conversation::{ConversationSide, LiveCase, Outlet};
+pub use conversation::{ConversationSide, Inlet, LiveCase, Outlet};
 pub use converse::converse;
 pub use files::{InvalidFiles, MAX_FILES, MAX_FILES_BYTES, ProgramFiles};
 pub use invocation::{Invocation, InvocationError, MAX_ARG_BYTES, MAX_ARGV_BYTES, MAX_STDIN_BYTES};

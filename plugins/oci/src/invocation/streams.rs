@@ -43,26 +43,22 @@ pub(super) async fn feed_and_drain(
         Feed::Live(case) => (None, Some(case.stdin), Some(case.stdout)),
     };
     let is_live = live.is_some();
-    let feed = async move {
+    let feed = async {
         let Some(mut input) = input else {
             return;
         };
+        if let Some(live) = &live {
+            // The other side writes into it as it speaks; its end is this
+            // side's end of file.
+            live.attach(Box::new(input)).await;
+            return;
+        }
         if let Some(bytes) = bytes {
             // A program may exit without reading its input: the write then
             // fails (EPIPE; progscore does not die of SIGPIPE), which is the
             // program's business, not a sandbox fault.
             if let Err(err) = input.write_all(&bytes).await {
                 tracing::debug!("stdin write ended early: {err}");
-            }
-        }
-        if let Some(mut live) = live {
-            // Each write flushed as it comes: the other side may wait for
-            // the answer to it. A program that stopped reading leaves the
-            // rest undelivered (the pump counts it).
-            while let Some(chunk) = live.recv().await {
-                if input.write_all(&chunk).await.is_err() || input.flush().await.is_err() {
-                    break;
-                }
             }
         }
         let _closed = input.shutdown().await;
@@ -73,24 +69,28 @@ pub(super) async fn feed_and_drain(
             drain(err, stderr, last_output, None)
         )
     };
-    tokio::pin!(feed, drained);
-    let (out, err) = if is_live {
-        // The other side may write long after this side's output ended (it
-        // exited): nothing reads that any more, and waiting for the other
-        // side's end would hold this one's output past its bound.
-        let ended_first = tokio::select! {
-            biased;
-            drained = &mut drained => Some(drained),
-            () = &mut feed => None,
-        };
-        match ended_first {
-            Some(drained) => drained,
-            None => drained.await,
+    let (out, err) = {
+        tokio::pin!(feed, drained);
+        if is_live {
+            // The other side may write long after this side's output ended (it
+            // exited): nothing reads that any more, and waiting for the other
+            // side's end would hold this one's output past its bound.
+            let ended_first = tokio::select! {
+                biased;
+                drained = &mut drained => Some(drained),
+                () = &mut feed => None,
+            };
+            match ended_first {
+                Some(drained) => drained,
+                None => drained.await,
+            }
+        } else {
+            let ((), drained) = tokio::join!(feed, drained);
+            drained
         }
-    } else {
-        let ((), drained) = tokio::join!(feed, drained);
-        drained
     };
+    // This side reads no more: the other side's writes are undelivered.
+    drop(live);
     out.map_err(|e| format!("stdout: {e}"))?;
     err.map_err(|e| format!("stderr: {e}"))
 }
@@ -110,8 +110,13 @@ async fn drain(
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
         match stream.read(&mut buffer).await {
-            // Returning drops `tap`: the other side sees its end of file.
-            Ok(0) => return Ok(()),
+            // The other side sees its end of file.
+            Ok(0) => {
+                if let Some(open) = tap.take() {
+                    open.close().await;
+                }
+                return Ok(());
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
             Ok(read) => {
@@ -122,10 +127,8 @@ async fn drain(
                 // Waits while the other side's pipe is full, as a pipe
                 // would. A side that stopped reading is sent nothing more;
                 // the output is still drained.
-                if let Some(open) = &tap
-                    && open.send(buffer[..read].to_vec()).await.is_err()
-                {
-                    tap = None;
+                if let Some(open) = &mut tap {
+                    let _delivered_or_counted = open.send(&buffer[..read]).await;
                 }
             }
         }
