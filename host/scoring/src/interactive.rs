@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 
 use progscore_sandbox::{
     ByteString, Interaction, Invocation, InvocationEvent, MAX_FILES, MAX_FILES_BYTES, Outcome,
-    ProgramFiles, ProgramRun, RuntimeProfile, TimeLimit, sha256_hex, timing::FAIR_SHARE,
+    ProgramFiles, ProgramRun, RuntimeProfile, TimeLimit, sha256_hex,
 };
 use serde_json::json;
 
@@ -229,6 +229,19 @@ fn decide(
     program: &InvocationEvent,
     interaction: &Interaction,
 ) -> Decision {
+    // An interactor that did not build decides nothing, whatever became
+    // of the program (its cases were never begun).
+    if let Some(Outcome::CompileError { reason }) = interaction
+        .interactor
+        .events
+        .get(index)
+        .map(|event| &event.outcome)
+    {
+        return undetermined(
+            ReasonKind::CheckerUndecided,
+            format!("case {index}: the interactor did not build ({reason})"),
+        );
+    }
     // The program's own unproven outcomes keep their usual reasons.
     if matches!(
         program.outcome,
@@ -253,12 +266,6 @@ fn decide(
             return undetermined(
                 ReasonKind::NotRun,
                 format!("case {index}: the interactor did not run: {reason}"),
-            );
-        }
-        Outcome::CompileError { reason } => {
-            return undetermined(
-                ReasonKind::CheckerUndecided,
-                format!("case {index}: the interactor did not build ({reason})"),
             );
         }
         _ => {}
@@ -291,7 +298,7 @@ fn decide(
         Outcome::TimedOut {
             limit: TimeLimit::Wall,
             unconfirmed: None,
-        } if !worked_through(program) => undetermined(
+        } if !program.worked_through_its_limit() => undetermined(
             ReasonKind::UnconfirmedTimeout,
             format!(
                 "case {index} timed out while the interactor still ran, using {} of CPU: \
@@ -312,22 +319,6 @@ fn decide(
         },
         _ => Decision::Program,
     }
-}
-
-/// Whether a timed-out program used (nearly) a CPU's worth of its limit:
-/// it was working, not waiting for the other side.
-fn worked_through(program: &InvocationEvent) -> bool {
-    let (Some(cpu_ms), Some(limits)) = (
-        program.usage.as_ref().and_then(|usage| usage.cpu_ms),
-        program
-            .provenance
-            .as_ref()
-            .map(|provenance| &provenance.limits),
-    ) else {
-        return false;
-    };
-    let promised = limits.cpus.clamp(0.0, 1.0) * limits.timeout_ms as f64;
-    cpu_ms as f64 >= FAIR_SHARE * promised
 }
 
 /// The request's interactor for `attempt`'s run.

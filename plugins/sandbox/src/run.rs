@@ -114,8 +114,61 @@ impl ProgramRun {
     /// Whether any event rests on a condition that says nothing proven about
     /// the program: a sandbox error, an invocation not run, or a timeout that
     /// could not be confirmed. Such a run is never reusable evidence.
+    ///
+    /// In an interactive run, a case also rests on its interactor: its
+    /// sandbox failing or its timeout unconfirmed, or a program that timed
+    /// out waiting (not working) while the interactor still ran, which a
+    /// run on a quieter machine may decide.
     pub fn rests_on_unproven_conditions(&self) -> bool {
         self.events.iter().any(|event| event.outcome.is_unproven())
+            || self.interaction.as_ref().is_some_and(|interaction| {
+                self.events
+                    .iter()
+                    .enumerate()
+                    .any(|(index, program)| interaction.case_rests_on_unproven(index, program))
+            })
+    }
+}
+
+impl Interaction {
+    /// Whether case `index` (the program's `program` event) rests on
+    /// something of the conversation that proves nothing (see
+    /// [`ProgramRun::rests_on_unproven_conditions`]).
+    pub fn case_rests_on_unproven(&self, index: usize, program: &InvocationEvent) -> bool {
+        let interactor_unproven = self
+            .interactor
+            .events
+            .get(index)
+            .is_none_or(|event| event.outcome.is_unproven());
+        let waited = matches!(
+            program.outcome,
+            Outcome::TimedOut {
+                limit: TimeLimit::Wall,
+                unconfirmed: None,
+            }
+        ) && !program.worked_through_its_limit()
+            && !self
+                .transcripts
+                .get(index)
+                .is_some_and(Transcript::interactor_ended_first);
+        interactor_unproven || waited
+    }
+}
+
+impl InvocationEvent {
+    /// Whether a timed-out program used (nearly) its promised CPU over its
+    /// limit ([`crate::timing::FAIR_SHARE`] of `min(cpus, 1)` × the wall
+    /// limit): it was working, not waiting for anything outside it.
+    pub fn worked_through_its_limit(&self) -> bool {
+        let (Some(cpu_ms), Some(provenance)) = (
+            self.usage.as_ref().and_then(|usage| usage.cpu_ms),
+            self.provenance.as_ref(),
+        ) else {
+            return false;
+        };
+        let limits = &provenance.limits;
+        let promised = limits.cpus.clamp(0.0, 1.0) * limits.timeout_ms as f64;
+        cpu_ms as f64 >= crate::timing::FAIR_SHARE * promised
     }
 }
 

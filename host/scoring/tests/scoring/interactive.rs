@@ -336,3 +336,21 @@ async fn an_interactor_is_refused_beside_a_checker_or_under_another_protocol() {
         "{refused}"
     );
 }
+
+#[tokio::test]
+async fn a_run_whose_interactor_proved_nothing_is_never_reused() {
+    for scenario in ["interactor-sandbox", "idle-timeout"] {
+        let setup = setup();
+        let first = scored(&setup, &["accepted", scenario]).await;
+        assert_eq!(first.value, None, "{scenario}");
+        let again = scored(&setup, &["accepted", scenario]).await;
+        assert_eq!(again.evidence, EvidenceUse::Ran, "{scenario}");
+        assert_eq!(setup.started(), 2, "{scenario}: it runs again");
+    }
+    // A proven conversation is reused.
+    let setup = setup();
+    scored(&setup, &["accepted", "busy-timeout"]).await;
+    let again = scored(&setup, &["accepted", "busy-timeout"]).await;
+    assert_eq!(again.evidence, EvidenceUse::Stored);
+    assert_eq!(setup.started(), 1);
+}
