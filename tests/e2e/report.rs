@@ -275,3 +275,41 @@ fn a_compile_error_shows_the_compiler_and_its_output() {
     assert!(detail.contains("compile_error"), "{detail}");
     assert!(detail.contains("did not compile"), "{detail}");
 }
+
+/// An interactive case shows its conversation with the interactor, write
+/// by write, and what the interactor said.
+#[test]
+fn the_report_shows_an_interactive_case_conversation() {
+    let dir = Dir::new();
+    let guess = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/interactive/guess");
+    let read = |path: &str| std::fs::read_to_string(guess.join(path)).expect("the example");
+    let item = serde_json::json!({
+        "id": "guess",
+        "program": read("submissions/right.py"),
+        "expectation": {"conditions": [{"program_behaves": {"profile": "python",
+            "interactor": {"profile": "python", "source": read("interactor.py")},
+            "cases": [{"invocation": {"stdin": read("tests/01.in")},
+                       "expected": {"answer": read("tests/01.ans")}}]}}]},
+    });
+    dir.write("batch.jsonl", format!("{item}\n"));
+    let output = dir.run(&["score", "batch.jsonl", "--report", "report.html"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let (dom, console) = open(&dir.path().join("report.html"), "item=guess");
+    assert_eq!(console, Vec::<String>::new());
+    let conversation = texts(&dom, "#detail pre.conversation").concat();
+    // The interactor opened with `n q`; the program asked and ended with `! 4`.
+    assert!(
+        conversation.contains("interactor \u{2192} 10 5"),
+        "{conversation}"
+    );
+    assert!(
+        conversation.contains("program    \u{2192} ? "),
+        "{conversation}"
+    );
+    assert!(
+        conversation.contains("program    \u{2192} ! 4"),
+        "{conversation}"
+    );
+    let detail = texts(&dom, "#detail").concat();
+    assert!(detail.contains("writes shown"), "{detail}");
+}

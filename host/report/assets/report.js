@@ -139,6 +139,23 @@
     if (stream.shown.binary) { facts += '; not valid UTF-8, shown with replacement characters'; }
     parent.appendChild(el('p', 'stream-facts', facts));
   }
+  // An interactive case: each write as it crossed, inert text only.
+  function conversationBlock(parent, conversation) {
+    parent.appendChild(el('h4', null, 'conversation with the interactor'));
+    var lines = conversation.turns.map(function (turn) {
+      var arrow = turn.from === 'program' ? 'program    \u2192 ' : 'interactor \u2192 ';
+      return (turn.at_ms.toFixed(2) + ' ms').padStart(12) + '  ' + arrow + turn.text.replace(/\n$/, '').split('\n').join('\n' + ' '.repeat(29));
+    });
+    parent.appendChild(el('pre', 'text conversation', lines.join('\n')));
+    var facts = conversation.turns.length + ' of ' + conversation.total_turns + ' writes shown';
+    if (conversation.cut) { facts += '; some bytes were counted, not kept'; }
+    if (conversation.program_ended_ms != null) { facts += '; the program ended at ' + conversation.program_ended_ms.toFixed(1) + ' ms'; }
+    if (conversation.interactor_ended_ms != null) { facts += ', the interactor at ' + conversation.interactor_ended_ms.toFixed(1) + ' ms'; }
+    parent.appendChild(el('p', 'stream-facts', facts));
+    var said = conversation.interactor_outcome + (conversation.interactor_exit_code == null ? '' : ' (exit code ' + conversation.interactor_exit_code + ')');
+    table(parent, 'facts', [['interactor', said]]);
+    streamBlock(parent, 'interactor stderr', conversation.interactor_stderr);
+  }
   // What the program tried, as the sandbox traced it: inert text only.
   function behaviourBlock(parent, behaviour) {
     parent.appendChild(el('h4', null, 'behaviour'));
@@ -256,6 +273,7 @@
       streamBlock(box, 'stdout', c.stdout);
       streamBlock(box, 'stderr', c.stderr);
       if (c.behaviour) { behaviourBlock(box, c.behaviour); }
+      if (c.conversation) { conversationBlock(box, c.conversation); }
       if (c.provenance != null) {
         var provenance = data.provenances[c.provenance];
         box.appendChild(el('h4', null, 'provenance'));

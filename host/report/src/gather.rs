@@ -469,9 +469,74 @@ fn cases(
                 provenance,
                 container,
                 behaviour: event.and_then(|e| e.behaviour.clone()),
+                conversation: observation.and_then(|o| {
+                    let interaction = o.run.interaction.as_deref()?;
+                    conversation(interaction, index, event?, limits.excerpt_bytes)
+                }),
             }
         })
         .collect()
+}
+
+/// Writes of a conversation shown, at most.
+const SHOWN_TURNS: usize = 200;
+
+/// Case `index`'s conversation: each write's bytes taken, in order, from
+/// its writer's kept stdout.
+fn conversation(
+    interaction: &progscore_sandbox::Interaction,
+    index: usize,
+    program: &InvocationEvent,
+    cap: usize,
+) -> Option<crate::model::Conversation> {
+    use progscore_sandbox::Side;
+    let transcript = interaction.transcripts.get(index)?;
+    let interactor = interaction.interactor.events.get(index);
+    let program_kept = program.stdout.data.as_bytes();
+    let interactor_kept = interactor.map_or(&[][..], |e| e.stdout.data.as_bytes());
+    let (mut program_at, mut interactor_at) = (0usize, 0usize);
+    let mut shown_bytes = 0usize;
+    let mut turns = Vec::new();
+    let mut cut = program.stdout.truncated
+        || interactor.is_some_and(|e| e.stdout.truncated)
+        || transcript.turns_dropped > 0;
+    for turn in &transcript.turns {
+        let (kept, at, from) = match turn.from {
+            Side::Program => (program_kept, &mut program_at, "program"),
+            Side::Interactor => (interactor_kept, &mut interactor_at, "interactor"),
+        };
+        let start = (*at).min(kept.len());
+        let end = (*at + turn.bytes as usize).min(kept.len());
+        *at += turn.bytes as usize;
+        if end - start < turn.bytes as usize {
+            cut = true;
+        }
+        if turns.len() >= SHOWN_TURNS || shown_bytes >= cap {
+            continue;
+        }
+        shown_bytes += end - start;
+        turns.push(crate::model::ConversationTurn {
+            from,
+            at_ms: turn.at_us as f64 / 1000.0,
+            text: String::from_utf8_lossy(&kept[start..end]).into_owned(),
+            bytes: turn.bytes,
+        });
+    }
+    Some(crate::model::Conversation {
+        total_turns: transcript.turns.len() as u64 + transcript.turns_dropped,
+        turns,
+        cut,
+        program_ended_ms: transcript.program_ended_us.map(|us| us as f64 / 1000.0),
+        interactor_ended_ms: transcript.interactor_ended_us.map(|us| us as f64 / 1000.0),
+        interactor_outcome: interactor
+            .map_or("not recorded", |e| e.outcome.kind())
+            .to_string(),
+        interactor_exit_code: interactor.and_then(|e| match e.outcome {
+            progscore_sandbox::Outcome::Exited { exit_code } => Some(exit_code),
+            _ => None,
+        }),
+        interactor_stderr: interactor.map(|e| stream(&e.stderr, cap)),
+    })
 }
 
 /// Cuts every string in `value` longer than `cap` bytes (an expected

@@ -159,6 +159,46 @@ pub struct Case {
     /// as text only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub behaviour: Option<progscore_sandbox::Behaviour>,
+    /// An interactive case: its conversation with the interactor, and what
+    /// the interactor said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<Conversation>,
+}
+
+/// An interactive case's conversation, write by write as it crossed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Conversation {
+    /// The writes shown, in order.
+    pub turns: Vec<ConversationTurn>,
+    /// Writes the transcript recorded (shown or not).
+    pub total_turns: u64,
+    /// Bytes a side wrote beyond what its capture kept: those writes show
+    /// with what was kept of them, or as counted only.
+    pub cut: bool,
+    /// When each side's output ended, in ms from the case's start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program_ended_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interactor_ended_ms: Option<f64>,
+    /// How the interactor ended, and its message.
+    pub interactor_outcome: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interactor_exit_code: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interactor_stderr: Option<Stream>,
+}
+
+/// One write of a conversation.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConversationTurn {
+    /// `program` or `interactor`.
+    pub from: &'static str,
+    /// When it crossed, in ms from the case's start.
+    pub at_ms: f64,
+    /// Its bytes as text (what the writer's capture kept of it).
+    pub text: String,
+    /// How many bytes it had.
+    pub bytes: u64,
 }
 
 /// How the program was built, for profiles with a compile step.
