@@ -478,9 +478,11 @@ async fn a_compile_past_its_limits_is_a_compile_error(kind: Kind) {
         "    blocks = []\n    while True:\n        blocks.append(bytearray(8 * 1024 * 1024))\n",
         "print(9)\n",
     );
+    let alone = ONE_MEMORY_KILL_AT_A_TIME.lock().await;
     let run = run_compiled(kind, &hog, &[Invocation::default()])
         .await
         .unwrap();
+    drop(alone);
     let compile = &run.compile.as_ref().unwrap().event.outcome;
     assert_memory_limit(kind, compile, &run);
     if kind != Kind::RuncOverTls {
@@ -578,6 +580,12 @@ async fn not_root_and_no_host_paths(kind: Kind) {
     }
 }
 
+/// One memory kill at a time in this binary: a program's own kill is told
+/// from the host's OOM killer by the host's count of OOM kills, and a kill
+/// of another test's program at the same moment rightly makes it unknown
+/// (a sandbox error), which is not what these tests look at.
+static ONE_MEMORY_KILL_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The outcome of a program killed at its memory limit. An engine reached
 /// over TLS is elsewhere as far as progscore knows: its cgroups cannot be
 /// read, so its OOM report cannot tell the program's own limit from the
@@ -596,7 +604,9 @@ fn assert_memory_limit(kind: Kind, outcome: &Outcome, run: &ProgramRun) {
 
 async fn memory_hog_is_a_memory_limit(kind: Kind) {
     let program = "blocks = []\nwhile True:\n    blocks.append(bytearray(8 * 1024 * 1024))\n";
+    let alone = ONE_MEMORY_KILL_AT_A_TIME.lock().await;
     let run = run(kind, program, Invocation::default()).await;
+    drop(alone);
     assert_memory_limit(kind, &run.events[0].outcome, &run);
     // The sandbox survives it: the next program runs.
     let next = run_all(kind, "print(9)\n", &[Invocation::default()]).await;
@@ -606,7 +616,9 @@ async fn memory_hog_is_a_memory_limit(kind: Kind) {
 async fn a_memory_error_is_the_programs_own(kind: Kind) {
     // 1 GiB: more than the cap, yet addressable by a 32-bit WASI guest.
     let program = "try:\n    x = bytearray(1 << 30)\n    print('allocated')\nexcept MemoryError:\n    print('caught')\n";
+    let alone = ONE_MEMORY_KILL_AT_A_TIME.lock().await;
     let run = run(kind, program, Invocation::default()).await;
+    drop(alone);
     if kind.is_wasi() {
         // Growth is refused: the program sees MemoryError and may recover.
         assert_eq!(exited(&run), 0, "{run:?}");
@@ -1010,10 +1022,12 @@ async fn a_programs_own_limits_apply_and_nothing_else_may_change(kind: Kind) {
         ..Default::default()
     };
     let variant = profile.with_limits(Some(&tight), None).expect("a variant");
+    let alone = ONE_MEMORY_KILL_AT_A_TIME.lock().await;
     let run = client
         .execute_variant(program.as_bytes(), &variant, &invocations)
         .await
         .unwrap_or_else(|e| panic!("{kind:?}: variant refused: {e}"));
+    drop(alone);
     if kind.is_wasi() {
         assert_eq!(out(&run), "caught\n", "{kind:?}: {run:?}");
     } else {

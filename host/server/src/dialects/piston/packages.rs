@@ -251,7 +251,7 @@ pub(super) async fn execute_package(
         name_evidence(&mut response, &executed);
         return response;
     };
-    let expectation = expectation(&task, answer);
+    let expectation = expectation(&task, Some(answer));
     let judged = state
         .scorer()
         .replay_checked(
@@ -381,8 +381,10 @@ fn trim_score(score: f64) -> String {
     text.to_string()
 }
 
-/// The judgement of the one case, as an expectation over the stored run.
-fn expectation(task: &Task, answer: Vec<u8>) -> ScoringExpectation {
+/// The judgement of the one case, as an expectation over the stored run:
+/// by the task's checker against `answer`, or, for a Communication task,
+/// by its manager.
+fn expectation(task: &Task, answer: Option<Vec<u8>>) -> ScoringExpectation {
     let case = ProgramCase {
         invocation: Invocation {
             args: Vec::new(),
@@ -393,7 +395,7 @@ fn expectation(task: &Task, answer: Vec<u8>) -> ScoringExpectation {
             stderr: None,
             exit_code: 0,
             behaviour: None,
-            answer: Some(ByteString(answer)),
+            answer: answer.map(ByteString),
         },
     };
     let mut expectation = ScoringExpectation::program_behaves(task.profile.clone(), vec![case])
@@ -401,7 +403,10 @@ fn expectation(task: &Task, answer: Vec<u8>) -> ScoringExpectation {
         .with_files(task.beside.clone());
     let Condition::ProgramBehaves(behaves): &mut Condition = &mut expectation.conditions[0];
     let behaves: &mut ProgramBehaves = behaves;
-    behaves.checker = Some(task.checker.clone());
+    match &task.manager {
+        Some(manager) => behaves.interactor = Some(Box::new(manager.clone())),
+        None => behaves.checker = Some(task.checker.clone()),
+    }
     expectation
 }
 
@@ -682,24 +687,7 @@ async fn execute_communication(
         compile,
         run,
     };
-    let case = ProgramCase {
-        invocation: Invocation {
-            args: Vec::new(),
-            stdin: Some(ByteString(task.input.clone())),
-        },
-        expected: ProgramResult {
-            stdout: None,
-            stderr: None,
-            exit_code: 0,
-            behaviour: None,
-            answer: None,
-        },
-    };
-    let mut expectation = ScoringExpectation::program_behaves(task.profile.clone(), vec![case])
-        .with_limits(task.limits.run.clone(), task.limits.compile.clone())
-        .with_files(task.beside.clone());
-    let Condition::ProgramBehaves(behaves): &mut Condition = &mut expectation.conditions[0];
-    behaves.interactor = task.manager.clone().map(Box::new);
+    let expectation = expectation(&task, None);
     let scored = state
         .scorer()
         .score_observed(
